@@ -1,0 +1,307 @@
+/**
+ * The caller's side of one actor: a persistent bidirectional stream straight to the actor's
+ * process (never through the head), carrying every call this process makes to that actor,
+ * pipelined and batched. When the stream breaks it asks the head what became of the actor and
+ * decides each pending call's fate: resent (retries left), `ActorUnavailableError`
+ * (restarting, or outcome unknown), or `ActorDiedError` (dead for good).
+ */
+import * as grpc from '@grpc/grpc-js';
+import { authMetadata } from '../../common/auth.js';
+import { Backoff, sleep } from '../../common/backoff.js';
+import {
+  ActorDiedError,
+  ActorUnavailableError,
+  ClawrayError,
+  fromErrorInfo,
+  PendingCallsLimitExceededError,
+} from '../../common/errors.js';
+import type { ActorServiceClient } from '../../proto/generated/clawray/v1/ActorService.js';
+import type * as m from '../../proto/messages.js';
+import { BatchWriter, microtaskScheduler } from './batch-writer.js';
+import { ChunkAssembler, splitPayload } from './chunks.js';
+import { decode, encodeArgs, type HandleFactory } from './codec.js';
+import type { HeadClient } from './head-client.js';
+
+export interface ConnectionHost {
+  readonly head: HeadClient;
+  readonly token: string;
+  readonly callerId: string;
+  actorClient(address: string): ActorServiceClient;
+  readonly handleFactory: HandleFactory;
+}
+
+export interface CallPolicy {
+  maxTaskRetries: number;
+  maxPendingCalls: number;
+}
+
+interface PendingCall {
+  id: number;
+  method: string;
+  args: Buffer;
+  retriesLeft: number;
+  sent: boolean;
+  resolve(value: unknown): void;
+  reject(err: Error): void;
+}
+
+type Stream = grpc.ClientDuplexStream<m.CallFrame, m.ReplyFrame__Output>;
+
+/** Metadata keys a caller sends when opening a stream. */
+export const STREAM_METADATA = {
+  actorId: 'clawray-actor-id',
+  incarnation: 'clawray-incarnation',
+  callerId: 'clawray-caller-id',
+} as const;
+
+export class ActorConnection {
+  private readonly pending = new Map<number, PendingCall>();
+  /** Calls waiting for an open stream, in submission order. */
+  private waiting: PendingCall[] = [];
+  private nextId = 1;
+  private stream?: Stream;
+  private writer?: BatchWriter<m.Call>;
+  private readonly assembler = new ChunkAssembler();
+  private recovering = false;
+  private address = '';
+  private incarnation = -1;
+  /** The actor process accepted the current stream (it sent response headers). */
+  private confirmed = false;
+  private dead?: Error;
+  private closed = false;
+
+  constructor(
+    private readonly host: ConnectionHost,
+    readonly actorId: string,
+    private readonly policy: CallPolicy,
+  ) {}
+
+  call(method: string, args: readonly unknown[]): Promise<unknown> {
+    if (this.dead) return Promise.reject(this.dead);
+    if (this.policy.maxPendingCalls >= 0 && this.pending.size >= this.policy.maxPendingCalls) {
+      return Promise.reject(
+        new PendingCallsLimitExceededError(
+          `actor ${this.actorId} already has ${this.pending.size} calls pending (maxPendingCalls ${this.policy.maxPendingCalls})`,
+          { fields: { actorId: this.actorId, maxPendingCalls: this.policy.maxPendingCalls } },
+        ),
+      );
+    }
+    return new Promise((resolve, reject) => {
+      const id = this.nextId;
+      this.nextId = this.nextId >= 0xffffffff ? 1 : this.nextId + 1;
+      const call: PendingCall = {
+        id,
+        method,
+        args: encodeArgs(args),
+        retriesLeft: this.policy.maxTaskRetries,
+        sent: false,
+        resolve,
+        reject,
+      };
+      this.pending.set(id, call);
+      if (this.confirmed) this.send(call);
+      else {
+        this.waiting.push(call);
+        this.recover();
+      }
+    });
+  }
+
+  get pendingCount(): number {
+    return this.pending.size;
+  }
+
+  close(): void {
+    this.closed = true;
+    this.teardownStream();
+    this.failAll(
+      new ActorUnavailableError('the cluster client was closed', { fields: { actorId: this.actorId } }),
+    );
+  }
+
+  private send(call: PendingCall): void {
+    call.sent = true;
+    const chunks = splitPayload(call.args);
+    for (let i = 0; i < chunks.length; i++) {
+      this.writer!.push({
+        callId: call.id,
+        method: i === 0 ? call.method : '',
+        args: chunks[i],
+        more: i < chunks.length - 1,
+      });
+    }
+  }
+
+  private openStream(address: string, incarnation: number): void {
+    const metadata = authMetadata(new grpc.Metadata(), this.host.token);
+    metadata.set(STREAM_METADATA.actorId, this.actorId);
+    metadata.set(STREAM_METADATA.incarnation, String(incarnation));
+    metadata.set(STREAM_METADATA.callerId, this.host.callerId);
+    const stream = this.host.actorClient(address).Connect(metadata) as Stream;
+    this.stream = stream;
+    this.address = address;
+    this.incarnation = incarnation;
+    this.confirmed = false;
+    // Calls go out only once the actor process has accepted the stream, so a stream to an
+    // address that turns out stale does not use up their retries.
+    stream.once('metadata', () => {
+      if (this.stream !== stream) return;
+      this.confirmed = true;
+      const waiting = this.waiting;
+      this.waiting = [];
+      for (const call of waiting) if (this.pending.has(call.id)) this.send(call);
+    });
+    this.writer = new BatchWriter<m.Call>(
+      {
+        write: (calls) => stream.write({ calls }),
+        onceDrain: (cb) => stream.once('drain', cb),
+      },
+      (c) => (c.args as Buffer).length + 32,
+      microtaskScheduler,
+    );
+    stream.on('data', (frame: m.ReplyFrame__Output) => this.onReplies(frame));
+    const broken = (err?: Error) => {
+      if (this.stream !== stream) return;
+      this.teardownStream();
+      if (!this.closed) this.onBroken(err);
+    };
+    stream.on('error', broken);
+    stream.on('end', () => broken());
+    stream.on('close', () => broken());
+  }
+
+  private onReplies(frame: m.ReplyFrame__Output): void {
+    for (const reply of frame.replies) {
+      const bytes = this.assembler.add(reply.callId, reply.result, reply.more);
+      if (bytes === undefined) continue;
+      const call = this.pending.get(reply.callId);
+      if (!call) continue;
+      this.pending.delete(reply.callId);
+      if (reply.error?.name) {
+        call.reject(fromErrorInfo(reply.error));
+        continue;
+      }
+      try {
+        call.resolve(decode(bytes, this.host.handleFactory));
+      } catch (err) {
+        call.reject(err as Error);
+      }
+    }
+  }
+
+  private teardownStream(): void {
+    const stream = this.stream;
+    this.stream = undefined;
+    this.confirmed = false;
+    this.writer?.close();
+    this.writer = undefined;
+    this.assembler.clear();
+    if (stream) {
+      stream.removeAllListeners('data');
+      stream.on('error', () => {});
+      stream.cancel();
+    }
+  }
+
+  /** The stream broke: calls that were on it have an unknown outcome. */
+  private onBroken(err?: Error): void {
+    const inFlight = [...this.pending.values()].filter((c) => c.sent);
+    const unknown: PendingCall[] = [];
+    for (const call of inFlight) {
+      call.sent = false;
+      if (call.retriesLeft !== 0) {
+        if (call.retriesLeft > 0) call.retriesLeft--;
+        this.waiting.push(call);
+      } else {
+        unknown.push(call);
+      }
+    }
+    this.waiting.sort((a, b) => a.id - b.id);
+    this.recover(unknown, err);
+  }
+
+  /**
+   * Finds where the actor lives now and reopens the stream. `unknown` are calls that were in
+   * flight without retries left: they fail once the head tells what happened to the actor.
+   */
+  private recover(unknown: PendingCall[] = [], cause?: Error): void {
+    if (unknown.length > 0) void this.settleUnknown(unknown, this.incarnation, cause);
+    if (this.recovering || this.closed) return;
+    this.recovering = true;
+    void this.recoverLoop().finally(() => {
+      this.recovering = false;
+      if (!this.writer && !this.dead && !this.closed && this.waiting.length > 0) this.recover();
+    });
+  }
+
+  private async recoverLoop(): Promise<void> {
+    const backoff = new Backoff({ initialMs: 20, maxMs: 500 });
+    const staleAddress = this.address;
+    const staleIncarnation = this.incarnation;
+    while (!this.closed && !this.dead) {
+      let info: m.ActorInfo__Output;
+      try {
+        info = await this.host.head.call('GetActor', { actorId: this.actorId });
+      } catch (err) {
+        if (err instanceof ClawrayError && !err.retryable) return this.markDead(err);
+        await sleep(backoff.next());
+        continue;
+      }
+      if (info.state === 'DEAD') return this.markDead(this.deathError(info));
+      if (info.state === 'ALIVE') {
+        const sameAsBroken = info.address === staleAddress && info.incarnation === staleIncarnation;
+        // The head may not have noticed yet that the process we lost is gone; a stream that
+        // immediately breaks again brings us back here after a pause.
+        if (sameAsBroken) await sleep(backoff.next());
+        if (this.closed || this.dead) return;
+        this.openStream(info.address, info.incarnation);
+        return;
+      }
+      await sleep(backoff.next());
+    }
+  }
+
+  private async settleUnknown(calls: PendingCall[], brokenIncarnation: number, cause?: Error): Promise<void> {
+    let error: Error | undefined;
+    while (!error && !this.closed) {
+      try {
+        const info = await this.host.head.call('GetActor', { actorId: this.actorId });
+        if (info.state === 'DEAD') error = this.deathError(info);
+        else if (info.state !== 'ALIVE' || info.incarnation !== brokenIncarnation || this.confirmed) {
+          error = new ActorUnavailableError(
+            `actor ${this.actorId} became unavailable (${info.state.toLowerCase()}) while the call was in flight; ` +
+              'it may or may not have run (set maxTaskRetries to retry such calls)',
+            { cause, fields: { actorId: this.actorId, state: info.state } },
+          );
+        } else await sleep(100);
+      } catch (err) {
+        error = err instanceof ClawrayError && !err.retryable ? err : undefined;
+        if (!error) await sleep(200);
+      }
+    }
+    for (const call of calls) {
+      if (this.pending.delete(call.id))
+        call.reject(error ?? new ActorUnavailableError('the cluster client was closed'));
+    }
+  }
+
+  private deathError(info: m.ActorInfo__Output): ActorDiedError {
+    const cause = info.deathCause?.name ? fromErrorInfo(info.deathCause) : undefined;
+    return new ActorDiedError(
+      `actor ${info.spec?.className ?? ''} (${this.actorId}) is dead${cause ? `: ${cause.message}` : ''}`,
+      { cause, fields: { actorId: this.actorId } },
+    );
+  }
+
+  private markDead(err: Error): void {
+    this.dead = err;
+    this.failAll(err);
+  }
+
+  private failAll(err: Error): void {
+    const calls = [...this.pending.values()];
+    this.pending.clear();
+    this.waiting = [];
+    for (const call of calls) call.reject(err);
+  }
+}

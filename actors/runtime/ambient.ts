@@ -1,0 +1,20 @@
+/**
+ * Inside an actor process: the head address and token the node agent handed over, and the
+ * one cluster client the process shares (for handles that arrive in arguments and for
+ * `connect()` called from actor code).
+ */
+import { Cluster } from './cluster.js';
+
+let settings: { address: string; token: string; jobId: string } | undefined;
+let shared: Cluster | undefined;
+
+export function setAmbientCluster(value: { address: string; token: string; jobId: string }): void {
+  settings = value;
+}
+
+/** The process's shared client, or undefined outside an actor process. */
+export function ambientCluster(): Cluster | undefined {
+  if (!settings) return undefined;
+  shared ??= new Cluster({ address: settings.address, token: settings.token, jobId: settings.jobId });
+  return shared;
+}

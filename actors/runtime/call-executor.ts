@@ -1,0 +1,122 @@
+/**
+ * Runs calls on the actor instance. With `maxConcurrency` 1 calls run one at a time in arrival
+ * order, which (one stream per caller, FIFO per stream) gives Ray's per-caller ordering for
+ * sync actors; above 1, up to that many calls overlap while their methods await.
+ */
+import { actorErrorFrom, type ErrorInfoShape, toErrorInfo } from '../../common/errors.js';
+
+export interface CallTask {
+  method: string;
+  args: unknown[];
+  done(result: { value: unknown } | { error: ErrorInfoShape }): void;
+}
+
+function isThenable(v: unknown): v is PromiseLike<unknown> {
+  return typeof (v as { then?: unknown } | null)?.then === 'function';
+}
+
+export class CallExecutor {
+  private queue: CallTask[] = [];
+  private head = 0;
+  private running = 0;
+  private idleWaiters: Array<() => void> = [];
+
+  constructor(
+    private readonly instance: Record<string, unknown>,
+    private readonly className: string,
+    private readonly maxConcurrency: number,
+  ) {}
+
+  submit(task: CallTask): void {
+    this.queue.push(task);
+    if (this.running < this.maxConcurrency) this.pump();
+  }
+
+  get busy(): number {
+    return this.running + this.queue.length - this.head;
+  }
+
+  /** Resolves when every submitted call has finished. */
+  idle(): Promise<void> {
+    if (this.busy === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private pump(): void {
+    while (this.running < this.maxConcurrency && this.head < this.queue.length) {
+      const task = this.queue[this.head++];
+      if (this.head > 1024 && this.head * 2 > this.queue.length) {
+        this.queue = this.queue.slice(this.head);
+        this.head = 0;
+      }
+      this.running++;
+      let result: unknown;
+      try {
+        result = this.invoke(task);
+      } catch (err) {
+        this.finish(task, { error: this.wrap(task, err) });
+        continue;
+      }
+      if (isThenable(result)) {
+        result.then(
+          (value) => {
+            this.finish(task, { value });
+            this.pump();
+          },
+          (err: unknown) => {
+            this.finish(task, { error: this.wrap(task, err) });
+            this.pump();
+          },
+        );
+      } else {
+        this.finish(task, { value: result });
+      }
+    }
+  }
+
+  private invoke(task: CallTask): unknown {
+    const fn = this.instance[task.method];
+    if (typeof fn !== 'function' || task.method === 'constructor' || task.method.startsWith('__')) {
+      throw new TypeError(
+        `${this.className} has no method '${task.method}'; its methods are: ${publicMethods(this.instance).join(', ') || '(none)'}`,
+      );
+    }
+    return (fn as (...a: unknown[]) => unknown).apply(this.instance, task.args);
+  }
+
+  private wrap(task: CallTask, err: unknown): ErrorInfoShape {
+    return toErrorInfo(actorErrorFrom(err, `${this.className}.${task.method}`));
+  }
+
+  private finish(task: CallTask, result: { value: unknown } | { error: ErrorInfoShape }): void {
+    this.running--;
+    task.done(result);
+    if (this.busy === 0 && this.idleWaiters.length > 0) {
+      const waiters = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const w of waiters) w();
+    }
+  }
+}
+
+/** Names a caller may call: functions on the instance's prototype chain, minus Object's. */
+export function publicMethods(instance: object): string[] {
+  const names = new Set<string>();
+  for (
+    let proto = Object.getPrototypeOf(instance);
+    proto && proto !== Object.prototype;
+    proto = Object.getPrototypeOf(proto)
+  ) {
+    for (const name of Object.getOwnPropertyNames(proto)) {
+      if (
+        name !== 'constructor' &&
+        !name.startsWith('__') &&
+        typeof (instance as Record<string, unknown>)[name] === 'function'
+      ) {
+        names.add(name);
+      }
+    }
+  }
+  for (const [name, value] of Object.entries(instance)) if (typeof value === 'function') names.add(name);
+  return [...names].sort();
+}

@@ -1,0 +1,255 @@
+/**
+ * The SDK's view of a running cluster: create, find and kill actors, reserve placement groups,
+ * read the cluster's status. Calls to actors go straight to the actor processes; only
+ * lookups go through the head.
+ */
+
+import { isAbsolute, resolve as resolvePath } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
+import { z } from 'zod';
+import { requireClientToken } from '../../common/auth.js';
+import { CHANNEL_OPTIONS } from '../../common/grpc-server.js';
+import { newId } from '../../common/ids.js';
+import {
+  PLACEMENT_STRATEGIES,
+  type PlacementStrategy,
+  resourceRequestSchema,
+  toResourceRequest,
+} from '../../common/resources.js';
+import type { ActorServiceClient } from '../../proto/generated/clawray/v1/ActorService.js';
+import { protos } from '../../proto/loader.js';
+import type * as m from '../../proto/messages.js';
+import { ActorConnection, type ConnectionHost } from './actor-connection.js';
+import { ActorHandle, type HandleRuntime } from './actor-handle.js';
+import { type ActorOptions, actorOptionsSchema, parseWith } from './actor-options.js';
+import { encodeArgs, type HandleDescriptor, type HandleFactory } from './codec.js';
+import { HeadClient } from './head-client.js';
+import type { PlacementGroup } from './placement-group.js';
+import {
+  type ActorView,
+  actorView,
+  type ClusterStatusView,
+  clusterStatusView,
+  placementGroupView,
+  resourcesToWire,
+} from './views.js';
+
+export interface ClusterOptions {
+  /** host:port of the head. */
+  address: string;
+  /** Cluster token; default: `CLAWRAY_TOKEN`, then the local token file. */
+  token?: string;
+  /** Namespace of named actors and groups created or looked up here. Default `default`. */
+  namespace?: string;
+  /** Job id recorded on actors created here. Default `CLAWRAY_JOB_ID` or empty. */
+  jobId?: string;
+  /** How long an unreachable head is retried before a request fails. Default 30 000 ms. */
+  headRetryMs?: number;
+}
+
+export interface CreateActorRequest {
+  /** A path (relative paths resolve against the current directory), file URL or package name. */
+  module: string | URL;
+  /** The exported class; default the module's default export. */
+  className?: string;
+  args?: unknown[];
+  options?: ActorOptions;
+}
+
+const bundleSchema = resourceRequestSchema;
+const placementGroupRequestSchema = z
+  .object({
+    bundles: z.array(bundleSchema).min(1, 'needs at least one bundle'),
+    strategy: z.enum(PLACEMENT_STRATEGIES as [PlacementStrategy, ...PlacementStrategy[]]).default('PACK'),
+    name: z.string().min(1).optional(),
+    timeoutMs: z.number().nonnegative().default(0),
+  })
+  .strict();
+
+export type PlacementGroupRequest = z.input<typeof placementGroupRequestSchema>;
+
+export function moduleSpecifier(module: string | URL): string {
+  if (module instanceof URL) return module.href;
+  if (module.startsWith('file:')) return module;
+  if (module.startsWith('.') || isAbsolute(module)) return pathToFileURL(resolvePath(module)).href;
+  return module;
+}
+
+export class Cluster implements ConnectionHost, HandleRuntime {
+  readonly head: HeadClient;
+  readonly token: string;
+  readonly callerId = newId('caller');
+  readonly namespace: string;
+  readonly jobId: string;
+  private readonly connections = new Map<string, ActorConnection>();
+  private readonly actorClients = new Map<string, ActorServiceClient>();
+  private readonly closeHooks: Array<() => Promise<void> | void> = [];
+  private closed = false;
+
+  readonly handleFactory: HandleFactory = (d) => new ActorHandle(this, d);
+
+  constructor(options: ClusterOptions) {
+    this.token = requireClientToken(options.token).token;
+    this.namespace = options.namespace ?? 'default';
+    this.jobId = options.jobId ?? process.env.CLAWRAY_JOB_ID ?? '';
+    this.head = new HeadClient({
+      address: options.address,
+      token: this.token,
+      retryForMs: options.headRetryMs,
+    });
+  }
+
+  /** Connects and checks the address and the token with one request. */
+  static async connect(options: ClusterOptions): Promise<Cluster> {
+    const cluster = new Cluster(options);
+    try {
+      await cluster.head.waitReady();
+      await cluster.head.call('ListPlacementGroups', {}, { retryForMs: 0 });
+    } catch (err) {
+      await cluster.close();
+      throw err;
+    }
+    return cluster;
+  }
+
+  get address(): string {
+    return this.head.address;
+  }
+
+  async createActor<T = unknown>(request: CreateActorRequest): Promise<ActorHandle<T>> {
+    const o = parseWith(actorOptionsSchema, request.options, 'actor options');
+    const placementGroupId =
+      typeof o.placementGroup === 'string' ? o.placementGroup : (o.placementGroup?.id ?? '');
+    const spec: m.ActorSpec = {
+      actorId: newId('actor'),
+      module: moduleSpecifier(request.module),
+      className: request.className ?? 'default',
+      args: encodeArgs(request.args ?? []),
+      jobId: this.jobId,
+      options: {
+        resources: resourcesToWire(toResourceRequest(o)),
+        labelSelector: o.labelSelector,
+        name: o.name ?? '',
+        namespace: o.namespace ?? this.namespace,
+        getIfExists: o.getIfExists,
+        maxRestarts: o.maxRestarts,
+        maxTaskRetries: o.maxTaskRetries,
+        maxConcurrency: o.maxConcurrency ?? 0,
+        maxPendingCalls: o.maxPendingCalls,
+        placementGroupId,
+        bundleIndex: o.bundleIndex,
+        env: o.env,
+        scheduleTimeoutMs: o.scheduleTimeoutMs,
+      },
+    };
+    const info = await this.head.call('CreateActor', { spec }, { retryForMs: 60_000 });
+    return this.handleFrom(info) as ActorHandle<T>;
+  }
+
+  /** The named actor in this client's namespace (or the one given). */
+  async getActor<T = unknown>(name: string, options: { namespace?: string } = {}): Promise<ActorHandle<T>> {
+    const info = await this.head.call('GetActor', { name, namespace: options.namespace ?? this.namespace });
+    return this.handleFrom(info) as ActorHandle<T>;
+  }
+
+  /** Kills the actor at once; with `noRestart: false` it restarts if its `maxRestarts` allows. */
+  async killActor(
+    actor: ActorHandle<unknown> | string,
+    options: { noRestart?: boolean } = {},
+  ): Promise<void> {
+    const actorId = typeof actor === 'string' ? actor : actor.actorId;
+    await this.head.call('KillActor', { actorId, noRestart: options.noRestart ?? true });
+  }
+
+  async listActors(filter: { state?: string; jobId?: string } = {}): Promise<ActorView[]> {
+    const reply = await this.head.call('ListActors', {
+      state: filter.state ?? '',
+      jobId: filter.jobId ?? '',
+    });
+    return reply.actors.map(actorView);
+  }
+
+  /** Reserves all bundles at once (or none); waits while the cluster is busy, up to `timeoutMs`. */
+  async createPlacementGroup(request: PlacementGroupRequest): Promise<PlacementGroup> {
+    const r = parseWith(placementGroupRequestSchema, request, 'placement group');
+    const info = await this.head.call(
+      'CreatePlacementGroup',
+      {
+        placementGroupId: newId('pg'),
+        name: r.name ?? '',
+        namespace: this.namespace,
+        strategy: r.strategy,
+        bundles: r.bundles.map((b) => resourcesToWire(toResourceRequest(b))),
+        timeoutMs: r.timeoutMs,
+        jobId: this.jobId,
+      },
+      { retryForMs: 60_000 },
+    );
+    return placementGroupView(info);
+  }
+
+  /** Frees the group's reservation and kills the actors placed in it. */
+  async removePlacementGroup(group: PlacementGroup | string): Promise<void> {
+    const placementGroupId = typeof group === 'string' ? group : group.id;
+    await this.head.call('RemovePlacementGroup', { placementGroupId });
+  }
+
+  async getPlacementGroup(name: string): Promise<PlacementGroup> {
+    return placementGroupView(await this.head.call('GetPlacementGroup', { name, namespace: this.namespace }));
+  }
+
+  async status(): Promise<ClusterStatusView> {
+    return clusterStatusView(await this.head.call('GetClusterStatus', {}));
+  }
+
+  connectionFor(descriptor: HandleDescriptor): ActorConnection {
+    let connection = this.connections.get(descriptor.actorId);
+    if (!connection) {
+      connection = new ActorConnection(this, descriptor.actorId, {
+        maxTaskRetries: descriptor.maxTaskRetries,
+        maxPendingCalls: descriptor.maxPendingCalls,
+      });
+      this.connections.set(descriptor.actorId, connection);
+    }
+    return connection;
+  }
+
+  actorClient(address: string): ActorServiceClient {
+    let client = this.actorClients.get(address);
+    if (!client) {
+      const Service = protos().clawray.v1.ActorService;
+      client = new Service(address, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
+      this.actorClients.set(address, client);
+    }
+    return client;
+  }
+
+  /** Runs `hook` when the client closes (the embedded cluster stops with its client). */
+  onClose(hook: () => Promise<void> | void): void {
+    this.closeHooks.push(hook);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const connection of this.connections.values()) connection.close();
+    this.connections.clear();
+    for (const client of this.actorClients.values()) client.close();
+    this.actorClients.clear();
+    this.head.close();
+    for (const hook of this.closeHooks.reverse()) await hook();
+  }
+
+  private handleFrom(info: m.ActorInfo__Output): ActorHandle<unknown> {
+    const spec = info.spec!;
+    return new ActorHandle(this, {
+      actorId: spec.actorId,
+      className: spec.className,
+      name: spec.options?.name ?? '',
+      namespace: spec.options?.namespace ?? '',
+      maxTaskRetries: spec.options?.maxTaskRetries ?? 0,
+      maxPendingCalls: spec.options?.maxPendingCalls ?? -1,
+    });
+  }
+}

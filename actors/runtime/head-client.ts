@@ -1,0 +1,104 @@
+/**
+ * A promise-based client of the head's gRPC service with the cluster token attached. Requests
+ * that fail because the head is unreachable are retried with backoff for `retryForMs` (every
+ * HeadService request is idempotent: ids are chosen by the caller), so a head restart looks
+ * like a pause to callers, not an error.
+ */
+import * as grpc from '@grpc/grpc-js';
+import { Backoff, sleep } from '../../common/backoff.js';
+import { UnavailableError } from '../../common/errors.js';
+import { unaryCall } from '../../common/grpc-client.js';
+import { CHANNEL_OPTIONS } from '../../common/grpc-server.js';
+import type { HeadServiceClient } from '../../proto/generated/clawray/v1/HeadService.js';
+import { protos } from '../../proto/loader.js';
+import type * as m from '../../proto/messages.js';
+
+/** Request and reply types of each HeadService method. */
+interface HeadRpcs {
+  RegisterNode: [m.RegisterNodeRequest, m.RegisterNodeReply__Output];
+  Heartbeat: [m.HeartbeatRequest, m.HeartbeatReply__Output];
+  DrainNode: [m.DrainNodeRequest, m.Empty__Output];
+  ReportActorExit: [m.ReportActorExitRequest, m.Empty__Output];
+  CreateActor: [m.CreateActorRequest, m.ActorInfo__Output];
+  GetActor: [m.GetActorRequest, m.ActorInfo__Output];
+  ListActors: [m.ListActorsRequest, m.ListActorsReply__Output];
+  KillActor: [m.KillActorRequest, m.Empty__Output];
+  CreatePlacementGroup: [m.CreatePlacementGroupRequest, m.PlacementGroupInfo__Output];
+  RemovePlacementGroup: [m.RemovePlacementGroupRequest, m.Empty__Output];
+  GetPlacementGroup: [m.GetPlacementGroupRequest, m.PlacementGroupInfo__Output];
+  ListPlacementGroups: [m.Empty, m.ListPlacementGroupsReply__Output];
+  GetClusterStatus: [m.Empty, m.ClusterStatus__Output];
+}
+
+export interface HeadClientOptions {
+  address: string;
+  token: string;
+  /** How long an unreachable head is retried before giving up. Default 30 000 ms. */
+  retryForMs?: number;
+}
+
+export class HeadClient {
+  readonly address: string;
+  private readonly client: HeadServiceClient;
+  private readonly token: string;
+  private readonly retryForMs: number;
+  private closed = false;
+
+  constructor(options: HeadClientOptions) {
+    this.address = options.address;
+    this.token = options.token;
+    this.retryForMs = options.retryForMs ?? 30_000;
+    const Service = protos().clawray.v1.HeadService;
+    this.client = new Service(options.address, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
+  }
+
+  /** Fails fast with a clear message when nothing answers at the address. */
+  async waitReady(timeoutMs = 5000): Promise<void> {
+    await new Promise<void>((resolve, reject) =>
+      this.client.waitForReady(Date.now() + timeoutMs, (err) =>
+        err
+          ? reject(
+              new UnavailableError(
+                `cannot reach the clawray head at ${this.address} within ${timeoutMs} ms`,
+                {
+                  cause: err,
+                  fields: { address: this.address },
+                },
+              ),
+            )
+          : resolve(),
+      ),
+    );
+  }
+
+  async call<M extends keyof HeadRpcs>(
+    method: M,
+    request: HeadRpcs[M][0],
+    options: { retryForMs?: number; deadlineMs?: number } = {},
+  ): Promise<HeadRpcs[M][1]> {
+    const retryForMs = options.retryForMs ?? this.retryForMs;
+    const giveUpAt = Date.now() + retryForMs;
+    const backoff = new Backoff({ initialMs: 50, maxMs: 1000 });
+    for (;;) {
+      try {
+        return await this.once(method, request, options.deadlineMs);
+      } catch (err) {
+        if (!(err instanceof UnavailableError) || this.closed || Date.now() >= giveUpAt) throw err;
+        await sleep(Math.min(backoff.next(), Math.max(1, giveUpAt - Date.now())));
+      }
+    }
+  }
+
+  private once<M extends keyof HeadRpcs>(
+    method: M,
+    request: HeadRpcs[M][0],
+    deadlineMs?: number,
+  ): Promise<HeadRpcs[M][1]> {
+    return unaryCall(this.client, method, request, this.token, `head ${this.address}`, deadlineMs);
+  }
+
+  close(): void {
+    this.closed = true;
+    this.client.close();
+  }
+}

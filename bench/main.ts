@@ -1,0 +1,50 @@
+/**
+ * `npm run bench -- NAME`: runs one benchmark and prints its result as ONE JSON line on
+ * stdout; progress goes to stderr. Unknown name: prints the list and exits with status 2.
+ */
+process.env.CLAWRAY_LOG_LEVEL ??= 'warn';
+
+type Bench = () => Promise<Record<string, unknown>>;
+
+// Imported lazily so the log level above is set before any cluster code loads.
+const BENCHES: Record<string, { describe: string; run: Bench }> = {
+  actors: {
+    describe:
+      'actor calls (sync, pipelined) vs bare grpc-js, warm-pool creation, scheduling, placement groups',
+    run: async () => (await import('./actors-bench.js')).runActorsBench(),
+  },
+};
+
+function usage(): string {
+  const lines = Object.entries(BENCHES).map(([name, b]) => `  ${name.padEnd(10)} ${b.describe}`);
+  return `usage: npm run bench -- NAME\n\nbenchmarks:\n${lines.join('\n')}\n`;
+}
+
+async function main(): Promise<void> {
+  const name = process.argv[2];
+  const bench = name === undefined ? undefined : BENCHES[name];
+  if (!bench) {
+    if (name !== undefined) process.stderr.write(`unknown benchmark: ${name}\n\n`);
+    process.stderr.write(usage());
+    process.exitCode = 2;
+    return;
+  }
+  try {
+    const result = await bench.run();
+    process.stdout.write(`${JSON.stringify(result)}\n`);
+  } catch (err) {
+    process.stderr.write(
+      `bench ${name} failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
+    process.exitCode = 1;
+  }
+  // Everything was closed; if a handle still keeps the process alive, say which and exit anyway.
+  setTimeout(() => {
+    process.stderr.write(
+      `bench ${name}: still alive 5 s after finishing: ${process.getActiveResourcesInfo().join(', ')}\n`,
+    );
+    process.exit(process.exitCode ?? 0);
+  }, 5000).unref();
+}
+
+await main();

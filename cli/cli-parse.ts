@@ -1,0 +1,76 @@
+/** Parsers for CLI flag values; a bad value names the flag. */
+import { existsSync, readFileSync } from 'node:fs';
+import { ConfigError } from '../common/errors.js';
+import { headFilePath } from '../common/home.js';
+
+export function int(flag: string) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < 0)
+      throw new ConfigError(`${flag} expects a whole number ≥ 0, got '${value}'`);
+    return n;
+  };
+}
+
+export function num(flag: string) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!Number.isFinite(n) || n < 0) throw new ConfigError(`${flag} expects a number ≥ 0, got '${value}'`);
+    return n;
+  };
+}
+
+export function intList(flag: string) {
+  return (value: string): number[] => value.split(',').filter(Boolean).map(int(flag));
+}
+
+/** `k=v,k2=v2` */
+export function keyValues(flag: string) {
+  return (value: string): Record<string, string> => {
+    const out: Record<string, string> = {};
+    for (const pair of value.split(',').filter(Boolean)) {
+      const i = pair.indexOf('=');
+      if (i <= 0) throw new ConfigError(`${flag} expects key=value pairs separated by commas, got '${pair}'`);
+      out[pair.slice(0, i)] = pair.slice(i + 1);
+    }
+    return out;
+  };
+}
+
+export function jsonNumbers(flag: string) {
+  return (value: string): Record<string, number> => {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(value);
+    } catch {
+      throw new ConfigError(`${flag} expects JSON like '{"accelerator_type:H200": 1}', got '${value}'`);
+    }
+    if (
+      !parsed ||
+      typeof parsed !== 'object' ||
+      Array.isArray(parsed) ||
+      Object.values(parsed).some((v) => typeof v !== 'number')
+    ) {
+      throw new ConfigError(`${flag} expects a JSON object of numbers, got '${value}'`);
+    }
+    return parsed as Record<string, number>;
+  };
+}
+
+/** --address, else CLAWRAY_ADDRESS, else the head started on this machine. */
+export function resolveAddress(flag?: string): string {
+  if (flag) return flag;
+  if (process.env.CLAWRAY_ADDRESS) return process.env.CLAWRAY_ADDRESS;
+  const file = headFilePath();
+  if (existsSync(file)) {
+    try {
+      const { address } = JSON.parse(readFileSync(file, 'utf8')) as { address?: string };
+      if (address) return address;
+    } catch {
+      // Fall through to the error below.
+    }
+  }
+  throw new ConfigError(
+    'no cluster address: pass --address HOST:PORT, set CLAWRAY_ADDRESS, or start a head on this machine (clawray head start)',
+  );
+}

@@ -1,0 +1,28 @@
+#!/usr/bin/env node
+/** The one `clawray` executable. */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Command, CommanderError } from 'commander';
+import { packageRoot } from '../common/package-root.js';
+import { EXIT_USAGE, exitOnError } from './cli-errors.js';
+import { registerServerCommands } from './server-commands.js';
+import { registerStatusCommands } from './status-commands.js';
+
+const { version } = JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as {
+  version: string;
+};
+
+const program = new Command()
+  .name('clawray')
+  .description('A Ray-style actor cluster for asynchronous RL of LLM agents')
+  .version(version)
+  .showHelpAfterError()
+  .exitOverride();
+
+registerServerCommands(program);
+registerStatusCommands(program);
+
+program.parseAsync(process.argv).catch((err: unknown) => {
+  if (err instanceof CommanderError) process.exit(err.exitCode === 0 ? 0 : EXIT_USAGE);
+  exitOnError(err);
+});

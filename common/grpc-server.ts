@@ -1,0 +1,103 @@
+/**
+ * Glue between clawray's async handlers and grpc-js: every handler checks the cluster token,
+ * records its duration and turns thrown errors into gRPC statuses (the only place that does).
+ */
+import * as grpc from '@grpc/grpc-js';
+import type { Histogram } from 'prom-client';
+import { AUTH_HEADER, tokenMatches, unauthenticated } from './auth.js';
+import type { Logger } from './logger.js';
+import { toServiceError } from './wire-status.js';
+
+export interface ServerGuard {
+  /** The cluster token every call must carry. */
+  token: string;
+  /** Names this server in error messages, e.g. `head 127.0.0.1:6380`. */
+  serverName: () => string;
+  service: string;
+  rpcDuration?: Histogram<'service' | 'method' | 'code'>;
+  logger?: Logger;
+}
+
+export function isAuthorized(guard: ServerGuard, metadata: grpc.Metadata): boolean {
+  return tokenMatches(metadata.get(AUTH_HEADER)[0], guard.token);
+}
+
+type AsyncUnary<Req, Res> = (request: Req, call: grpc.ServerUnaryCall<Req, Res>) => Promise<Res>;
+
+export function unary<Req, Res>(
+  guard: ServerGuard,
+  method: string,
+  fn: AsyncUnary<Req, Res>,
+): grpc.handleUnaryCall<Req, Res> {
+  return (call, callback) => {
+    const started = performance.now();
+    const finish = (code: grpc.status) =>
+      guard.rpcDuration?.observe(
+        { service: guard.service, method, code: grpc.status[code] },
+        (performance.now() - started) / 1000,
+      );
+    if (!isAuthorized(guard, call.metadata)) {
+      finish(grpc.status.UNAUTHENTICATED);
+      callback(toServiceError(unauthenticated(guard.serverName())));
+      return;
+    }
+    fn(call.request, call).then(
+      (reply) => {
+        finish(grpc.status.OK);
+        callback(null, reply);
+      },
+      (err: unknown) => {
+        const status = toServiceError(err);
+        finish(status.code ?? grpc.status.UNKNOWN);
+        if (status.code === grpc.status.INTERNAL) guard.logger?.error({ err, method }, 'request failed');
+        callback(status);
+      },
+    );
+  };
+}
+
+export const CHANNEL_OPTIONS: grpc.ChannelOptions = {
+  // Large typed arrays travel chunked; these caps only bound a single frame.
+  'grpc.max_receive_message_length': 64 * 1024 * 1024,
+  'grpc.max_send_message_length': 64 * 1024 * 1024,
+  'grpc.keepalive_time_ms': 10_000,
+  'grpc.keepalive_timeout_ms': 5_000,
+  'grpc.keepalive_permit_without_calls': 1,
+  'grpc.enable_retries': 0,
+};
+
+export function createServer(): grpc.Server {
+  return new grpc.Server({
+    ...CHANNEL_OPTIONS,
+    'grpc.keepalive_permit_without_calls': 1,
+    'grpc.http2.min_ping_interval_without_data_ms': 5_000,
+  } as grpc.ServerOptions);
+}
+
+/** Binds `host:port` (0 picks a free port) and resolves with the bound port. */
+export function bindServer(server: grpc.Server, host: string, port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const target = host.includes(':') && !host.startsWith('[') ? `[${host}]:${port}` : `${host}:${port}`;
+    server.bindAsync(target, grpc.ServerCredentials.createInsecure(), (err, bound) =>
+      err ? reject(err) : resolve(bound),
+    );
+  });
+}
+
+/** Graceful shutdown with a deadline, after which open streams are cut. */
+export function shutdownServer(server: grpc.Server, graceMs = 2000): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      server.forceShutdown();
+      resolve();
+    }, graceMs);
+    server.tryShutdown(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+export function formatAddress(host: string, port: number): string {
+  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+}

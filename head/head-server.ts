@@ -1,0 +1,269 @@
+/**
+ * The head node: the gRPC HeadService over the node table, the actor directory and the
+ * placement groups, with every change written to the cluster store before it is
+ * acknowledged. Started on a Redis store that already holds a cluster, it reloads it and lets
+ * the nodes re-register with the actors they still run.
+ */
+
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type * as grpc from '@grpc/grpc-js';
+import { Registry } from 'prom-client';
+import { parseWith } from '../actors/runtime/actor-options.js';
+import { resourcesToWire } from '../actors/runtime/views.js';
+import { ensureHeadToken } from '../common/auth.js';
+import {
+  bindServer,
+  createServer,
+  formatAddress,
+  type ServerGuard,
+  shutdownServer,
+  unary,
+} from '../common/grpc-server.js';
+import { headFilePath } from '../common/home.js';
+import { createLogger, type Logger } from '../common/logger.js';
+import { rpcDurationHistogram } from '../common/metrics.js';
+import { type MetricsEndpoint, serveMetrics } from '../common/metrics-server.js';
+import { protos } from '../proto/loader.js';
+import type * as m from '../proto/messages.js';
+import { ActorDirectory } from './actor-directory.js';
+import { headMetrics } from './head-metrics.js';
+import { type HeadOptions, headOptionsSchema, type ParsedHeadOptions } from './head-options.js';
+import type { ActorRecord, NodeRecord, PlacementGroupRecord } from './model.js';
+import { NodeClients } from './node-clients.js';
+import { NodeTable } from './node-table.js';
+import { PendingQueue } from './pending-queue.js';
+import { PlacementGroups } from './placement-groups.js';
+import { actorInfo, placementGroupInfo } from './record-convert.js';
+import { Scheduler } from './scheduler/scheduler.js';
+import { createStore } from './store/store-factory.js';
+import type { ClusterStore } from './store/types.js';
+
+export class HeadServer {
+  readonly registry = new Registry();
+  address = '';
+  port = 0;
+  metricsPort = 0;
+  readonly token: string;
+  readonly tokenSource: string;
+  readonly startedAtMs = Date.now();
+  private readonly server = createServer();
+  private readonly options: ParsedHeadOptions;
+  private readonly logger: Logger;
+  private readonly store: ClusterStore;
+  private readonly scheduler = new Scheduler();
+  private readonly pending = new PendingQueue();
+  private readonly nodeClients: NodeClients;
+  private readonly nodes: NodeTable;
+  private readonly groups: PlacementGroups;
+  private readonly actors: ActorDirectory;
+  private metricsEndpoint?: MetricsEndpoint;
+  private stopped = false;
+
+  private constructor(options: ParsedHeadOptions, logger?: Logger) {
+    this.options = options;
+    this.logger = logger ?? createLogger({ component: 'head' });
+    if (options.writeLocalFiles) {
+      const resolved = ensureHeadToken(options.token);
+      this.token = resolved.token;
+      this.tokenSource = resolved.source;
+    } else {
+      this.token = options.token ?? process.env.CLAWRAY_TOKEN ?? randomBytes(24).toString('base64url');
+      this.tokenSource = options.token
+        ? '--token'
+        : process.env.CLAWRAY_TOKEN
+          ? 'CLAWRAY_TOKEN'
+          : 'generated';
+    }
+    this.store = createStore(options.store, { cluster: options.clusterName });
+    this.nodeClients = new NodeClients(this.token);
+    const metrics = headMetrics(this.registry, () => ({
+      nodes: this.nodes,
+      actors: this.actors,
+      groups: this.groups,
+      scheduler: this.scheduler,
+    }));
+    this.nodes = new NodeTable(this.store, this.scheduler, this.logger, options.nodeTimeoutMs, {
+      onNodeLost: (nodeId, reason, preempted) => this.actors.onNodeLost(nodeId, reason, preempted),
+      onBundlesLost: (ids) => this.groups.onNodeLost(ids),
+      onCapacity: () => this.pending.kick(),
+    });
+    this.groups = new PlacementGroups(this.store, this.scheduler, this.pending, this.logger, async (id) => {
+      await Promise.all(this.actors.inGroup(id).map((a) => this.actors.kill(a.actorId, true)));
+    });
+    this.actors = new ActorDirectory({
+      store: this.store,
+      scheduler: this.scheduler,
+      nodes: this.nodes,
+      nodeClients: this.nodeClients,
+      pending: this.pending,
+      logger: this.logger,
+      groupState: (id) => this.groups.state(id),
+      onRestart: (record) => metrics.actorRestarts.inc({ actor_class: record.className }),
+      schedulingLatency: metrics.schedulingLatency,
+    });
+  }
+
+  static async start(input: HeadOptions = {}, logger?: Logger): Promise<HeadServer> {
+    const head = new HeadServer(parseWith(headOptionsSchema, input, 'head options'), logger);
+    await head.listen();
+    return head;
+  }
+
+  get storeKind(): string {
+    return this.store.kind;
+  }
+
+  private async listen(): Promise<void> {
+    const o = this.options;
+    await this.store.open();
+    const [nodes, groups, actors] = await Promise.all([
+      this.store.list<NodeRecord>('nodes'),
+      this.store.list<PlacementGroupRecord>('placementGroups'),
+      this.store.list<ActorRecord>('actors'),
+    ]);
+    this.nodes.restore(nodes);
+    this.groups.restore(groups);
+    this.actors.restore(actors);
+    if (nodes.length + actors.length > 0) {
+      this.logger.info(
+        { nodes: nodes.length, actors: actors.length, groups: groups.length },
+        'reloaded the cluster from the store',
+      );
+    }
+
+    this.server.addService(protos().clawray.v1.HeadService.service, this.handlers());
+    this.port = await bindServer(this.server, o.host, o.port);
+    this.address = formatAddress(o.host, this.port);
+    this.nodes.start();
+    await this.actors.resumeAfterRestore();
+    this.pending.kick();
+    if (o.metricsPort !== undefined) {
+      this.metricsEndpoint = await serveMetrics({
+        host: o.host,
+        port: o.metricsPort,
+        token: this.token,
+        collect: async () => ({
+          contentType: this.registry.contentType,
+          body: await this.registry.metrics(),
+        }),
+      });
+      this.metricsPort = this.metricsEndpoint.port;
+    }
+    if (o.writeLocalFiles) {
+      mkdirSync(dirname(headFilePath()), { recursive: true, mode: 0o700 });
+      writeFileSync(
+        headFilePath(),
+        `${JSON.stringify({ address: this.address, pid: process.pid, metricsPort: this.metricsPort })}\n`,
+        { mode: 0o600 },
+      );
+    }
+    this.logger.info(
+      { address: this.address, store: this.store.kind, metricsPort: this.metricsPort },
+      'head started',
+    );
+  }
+
+  private handlers(): grpc.UntypedServiceImplementation {
+    const guard: ServerGuard = {
+      token: this.token,
+      serverName: () => `head ${this.address}`,
+      service: 'HeadService',
+      rpcDuration: rpcDurationHistogram(this.registry),
+      logger: this.logger,
+    };
+    const h = <Req, Res>(name: string, fn: (req: Req) => Promise<Res>) => unary<Req, Res>(guard, name, fn);
+    return {
+      RegisterNode: h(
+        'RegisterNode',
+        async (req: m.RegisterNodeRequest__Output): Promise<m.RegisterNodeReply> => {
+          const { nodeId, known } = await this.nodes.register(req);
+          const stopActorIds = known
+            ? await this.actors.reconcileNode(nodeId, req.actors)
+            : req.actors.map((a) => a.actorId);
+          return { nodeId, heartbeatIntervalMs: this.options.heartbeatIntervalMs, stopActorIds };
+        },
+      ),
+      Heartbeat: h('Heartbeat', async (req: m.HeartbeatRequest__Output) => this.nodes.heartbeat(req.nodeId)),
+      DrainNode: h('DrainNode', async (req: m.DrainNodeRequest__Output) => {
+        await this.nodes.drain(req.nodeId, req.exiting, req.reason);
+        return {};
+      }),
+      ReportActorExit: h('ReportActorExit', async (req: m.ReportActorExitRequest__Output) => {
+        await this.actors.onExit(req);
+        return {};
+      }),
+      CreateActor: h('CreateActor', async (req: m.CreateActorRequest__Output) =>
+        actorInfo(await this.actors.create(req.spec!)),
+      ),
+      GetActor: h('GetActor', async (req: m.GetActorRequest__Output) =>
+        actorInfo(
+          req.actorId
+            ? this.actors.get(req.actorId)
+            : this.actors.getByName(req.name, req.namespace || 'default'),
+        ),
+      ),
+      ListActors: h('ListActors', async (req: m.ListActorsRequest__Output) => ({
+        actors: this.actors.list(req).map(actorInfo),
+      })),
+      KillActor: h('KillActor', async (req: m.KillActorRequest__Output) => {
+        await this.actors.kill(req.actorId, req.noRestart);
+        return {};
+      }),
+      CreatePlacementGroup: h('CreatePlacementGroup', async (req: m.CreatePlacementGroupRequest__Output) =>
+        placementGroupInfo(await this.groups.create(req)),
+      ),
+      RemovePlacementGroup: h('RemovePlacementGroup', async (req: m.RemovePlacementGroupRequest__Output) => {
+        await this.groups.remove(req.placementGroupId);
+        return {};
+      }),
+      GetPlacementGroup: h('GetPlacementGroup', async (req: m.GetPlacementGroupRequest__Output) =>
+        placementGroupInfo(
+          req.placementGroupId
+            ? this.groups.get(req.placementGroupId)
+            : this.groups.getByName(req.name, req.namespace || 'default'),
+        ),
+      ),
+      ListPlacementGroups: h('ListPlacementGroups', async () => ({
+        placementGroups: this.groups.list().map(placementGroupInfo),
+      })),
+      GetClusterStatus: h('GetClusterStatus', async (): Promise<m.ClusterStatus> => this.status()),
+    };
+  }
+
+  status(): m.ClusterStatus {
+    return {
+      headAddress: this.address,
+      store: this.store.kind,
+      startedAtMs: this.startedAtMs,
+      nodes: this.nodes.list().map((n): m.NodeStatus => {
+        const view = this.scheduler.nodeView(n.record.nodeId);
+        return {
+          nodeId: n.record.nodeId,
+          address: n.record.address,
+          hostname: n.record.hostname,
+          state: n.record.state,
+          total: resourcesToWire(n.record.resources),
+          available: resourcesToWire(view?.available ?? { numCpus: 0, numGpus: 0, memoryMb: 0, custom: {} }),
+          gpusAvailable: view?.gpusAvailable ?? [],
+          labels: n.record.labels,
+          lastHeartbeatMs: n.lastSeenMs,
+        };
+      }),
+      actors: this.actors.list().map(actorInfo),
+      placementGroups: this.groups.list().map(placementGroupInfo),
+    };
+  }
+
+  /** Stops serving. The store keeps everything for the next head. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.nodes.stop();
+    await shutdownServer(this.server, 1000);
+    await this.metricsEndpoint?.close();
+    this.nodeClients.close();
+    await this.store.close();
+  }
+}

@@ -1,0 +1,52 @@
+/**
+ * clawray: a Ray-style actor cluster for TypeScript.
+ *
+ *   import { connect } from 'clawray';
+ *   const cluster = await connect();              // CLAWRAY_ADDRESS, or an embedded cluster
+ *   const counter = await cluster.createActor({ module: './counter.js', className: 'Counter' });
+ *   await counter.call('inc', 1);
+ */
+import { ambientCluster } from './actors/runtime/ambient.js';
+import { Cluster, type ClusterOptions } from './actors/runtime/cluster.js';
+import type { LocalClusterOptions } from './local/local-cluster.js';
+
+export { type ActorContext, actorContext } from './actors/runtime/actor-context.js';
+export { ActorHandle, type RemoteMethods } from './actors/runtime/actor-handle.js';
+export type { ActorOptions } from './actors/runtime/actor-options.js';
+export {
+  Cluster,
+  type ClusterOptions,
+  type CreateActorRequest,
+  type PlacementGroupRequest,
+} from './actors/runtime/cluster.js';
+export type { PlacedBundle, PlacementGroup } from './actors/runtime/placement-group.js';
+export type { ActorView, ClusterStatusView, NodeView, ResourceMap } from './actors/runtime/views.js';
+export * from './common/errors.js';
+export type { GpuShare, PlacementStrategy } from './common/resources.js';
+export { LocalCluster, type LocalClusterOptions } from './local/local-cluster.js';
+
+export interface ConnectOptions extends Omit<ClusterOptions, 'address'> {
+  /** Settings of the embedded cluster started when there is no address. */
+  local?: LocalClusterOptions;
+}
+
+/**
+ * Connects to the cluster at `address`, else at `CLAWRAY_ADDRESS`; inside an actor, to the
+ * actor's own cluster; with neither, starts an embedded local cluster (head and one worker in
+ * this process, sized to the machine) that stops when the returned client is closed.
+ */
+export async function connect(address?: string, options: ConnectOptions = {}): Promise<Cluster> {
+  const target = address ?? process.env.CLAWRAY_ADDRESS;
+  if (!target) {
+    const inActor = ambientCluster();
+    if (inActor) return inActor;
+    const { LocalCluster } = await import('./local/local-cluster.js');
+    const local = await LocalCluster.start(options.local);
+    const cluster = new Cluster({ ...options, address: local.address, token: local.token });
+    cluster.onClose(() => local.stop());
+    return cluster;
+  }
+  const inActor = ambientCluster();
+  if (inActor && inActor.address === target && !options.token) return inActor;
+  return Cluster.connect({ ...options, address: target });
+}

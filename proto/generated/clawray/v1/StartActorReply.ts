@@ -1,0 +1,12 @@
+// Original file: proto/node.proto
+
+
+export interface StartActorReply {
+  'address'?: (string);
+  'pid'?: (number);
+}
+
+export interface StartActorReply__Output {
+  'address': (string);
+  'pid': (number);
+}

@@ -1,0 +1,72 @@
+import type * as grpc from '@grpc/grpc-js';
+import type { EnumTypeDefinition, MessageTypeDefinition } from '@grpc/proto-loader';
+
+import type { ActorInfo as _clawray_v1_ActorInfo, ActorInfo__Output as _clawray_v1_ActorInfo__Output } from './clawray/v1/ActorInfo.js';
+import type { ActorOptions as _clawray_v1_ActorOptions, ActorOptions__Output as _clawray_v1_ActorOptions__Output } from './clawray/v1/ActorOptions.js';
+import type { ActorSpec as _clawray_v1_ActorSpec, ActorSpec__Output as _clawray_v1_ActorSpec__Output } from './clawray/v1/ActorSpec.js';
+import type { Bundle as _clawray_v1_Bundle, Bundle__Output as _clawray_v1_Bundle__Output } from './clawray/v1/Bundle.js';
+import type { ClusterStatus as _clawray_v1_ClusterStatus, ClusterStatus__Output as _clawray_v1_ClusterStatus__Output } from './clawray/v1/ClusterStatus.js';
+import type { CreateActorRequest as _clawray_v1_CreateActorRequest, CreateActorRequest__Output as _clawray_v1_CreateActorRequest__Output } from './clawray/v1/CreateActorRequest.js';
+import type { CreatePlacementGroupRequest as _clawray_v1_CreatePlacementGroupRequest, CreatePlacementGroupRequest__Output as _clawray_v1_CreatePlacementGroupRequest__Output } from './clawray/v1/CreatePlacementGroupRequest.js';
+import type { DrainNodeRequest as _clawray_v1_DrainNodeRequest, DrainNodeRequest__Output as _clawray_v1_DrainNodeRequest__Output } from './clawray/v1/DrainNodeRequest.js';
+import type { Empty as _clawray_v1_Empty, Empty__Output as _clawray_v1_Empty__Output } from './clawray/v1/Empty.js';
+import type { ErrorInfo as _clawray_v1_ErrorInfo, ErrorInfo__Output as _clawray_v1_ErrorInfo__Output } from './clawray/v1/ErrorInfo.js';
+import type { GetActorRequest as _clawray_v1_GetActorRequest, GetActorRequest__Output as _clawray_v1_GetActorRequest__Output } from './clawray/v1/GetActorRequest.js';
+import type { GetPlacementGroupRequest as _clawray_v1_GetPlacementGroupRequest, GetPlacementGroupRequest__Output as _clawray_v1_GetPlacementGroupRequest__Output } from './clawray/v1/GetPlacementGroupRequest.js';
+import type { GpuShare as _clawray_v1_GpuShare, GpuShare__Output as _clawray_v1_GpuShare__Output } from './clawray/v1/GpuShare.js';
+import type { HeadServiceClient as _clawray_v1_HeadServiceClient, HeadServiceDefinition as _clawray_v1_HeadServiceDefinition } from './clawray/v1/HeadService.js';
+import type { HeartbeatReply as _clawray_v1_HeartbeatReply, HeartbeatReply__Output as _clawray_v1_HeartbeatReply__Output } from './clawray/v1/HeartbeatReply.js';
+import type { HeartbeatRequest as _clawray_v1_HeartbeatRequest, HeartbeatRequest__Output as _clawray_v1_HeartbeatRequest__Output } from './clawray/v1/HeartbeatRequest.js';
+import type { KillActorRequest as _clawray_v1_KillActorRequest, KillActorRequest__Output as _clawray_v1_KillActorRequest__Output } from './clawray/v1/KillActorRequest.js';
+import type { ListActorsReply as _clawray_v1_ListActorsReply, ListActorsReply__Output as _clawray_v1_ListActorsReply__Output } from './clawray/v1/ListActorsReply.js';
+import type { ListActorsRequest as _clawray_v1_ListActorsRequest, ListActorsRequest__Output as _clawray_v1_ListActorsRequest__Output } from './clawray/v1/ListActorsRequest.js';
+import type { ListPlacementGroupsReply as _clawray_v1_ListPlacementGroupsReply, ListPlacementGroupsReply__Output as _clawray_v1_ListPlacementGroupsReply__Output } from './clawray/v1/ListPlacementGroupsReply.js';
+import type { NodeStatus as _clawray_v1_NodeStatus, NodeStatus__Output as _clawray_v1_NodeStatus__Output } from './clawray/v1/NodeStatus.js';
+import type { PlacementGroupInfo as _clawray_v1_PlacementGroupInfo, PlacementGroupInfo__Output as _clawray_v1_PlacementGroupInfo__Output } from './clawray/v1/PlacementGroupInfo.js';
+import type { RegisterNodeReply as _clawray_v1_RegisterNodeReply, RegisterNodeReply__Output as _clawray_v1_RegisterNodeReply__Output } from './clawray/v1/RegisterNodeReply.js';
+import type { RegisterNodeRequest as _clawray_v1_RegisterNodeRequest, RegisterNodeRequest__Output as _clawray_v1_RegisterNodeRequest__Output } from './clawray/v1/RegisterNodeRequest.js';
+import type { RemovePlacementGroupRequest as _clawray_v1_RemovePlacementGroupRequest, RemovePlacementGroupRequest__Output as _clawray_v1_RemovePlacementGroupRequest__Output } from './clawray/v1/RemovePlacementGroupRequest.js';
+import type { ReportActorExitRequest as _clawray_v1_ReportActorExitRequest, ReportActorExitRequest__Output as _clawray_v1_ReportActorExitRequest__Output } from './clawray/v1/ReportActorExitRequest.js';
+import type { Resources as _clawray_v1_Resources, Resources__Output as _clawray_v1_Resources__Output } from './clawray/v1/Resources.js';
+import type { RunningActor as _clawray_v1_RunningActor, RunningActor__Output as _clawray_v1_RunningActor__Output } from './clawray/v1/RunningActor.js';
+
+type SubtypeConstructor<Constructor extends new (...args: any) => any, Subtype> = {
+  new(...args: ConstructorParameters<Constructor>): Subtype;
+};
+
+export interface ProtoGrpcType {
+  clawray: {
+    v1: {
+      ActorInfo: MessageTypeDefinition<_clawray_v1_ActorInfo, _clawray_v1_ActorInfo__Output>
+      ActorOptions: MessageTypeDefinition<_clawray_v1_ActorOptions, _clawray_v1_ActorOptions__Output>
+      ActorSpec: MessageTypeDefinition<_clawray_v1_ActorSpec, _clawray_v1_ActorSpec__Output>
+      ActorState: EnumTypeDefinition
+      Bundle: MessageTypeDefinition<_clawray_v1_Bundle, _clawray_v1_Bundle__Output>
+      ClusterStatus: MessageTypeDefinition<_clawray_v1_ClusterStatus, _clawray_v1_ClusterStatus__Output>
+      CreateActorRequest: MessageTypeDefinition<_clawray_v1_CreateActorRequest, _clawray_v1_CreateActorRequest__Output>
+      CreatePlacementGroupRequest: MessageTypeDefinition<_clawray_v1_CreatePlacementGroupRequest, _clawray_v1_CreatePlacementGroupRequest__Output>
+      DrainNodeRequest: MessageTypeDefinition<_clawray_v1_DrainNodeRequest, _clawray_v1_DrainNodeRequest__Output>
+      Empty: MessageTypeDefinition<_clawray_v1_Empty, _clawray_v1_Empty__Output>
+      ErrorInfo: MessageTypeDefinition<_clawray_v1_ErrorInfo, _clawray_v1_ErrorInfo__Output>
+      GetActorRequest: MessageTypeDefinition<_clawray_v1_GetActorRequest, _clawray_v1_GetActorRequest__Output>
+      GetPlacementGroupRequest: MessageTypeDefinition<_clawray_v1_GetPlacementGroupRequest, _clawray_v1_GetPlacementGroupRequest__Output>
+      GpuShare: MessageTypeDefinition<_clawray_v1_GpuShare, _clawray_v1_GpuShare__Output>
+      HeadService: SubtypeConstructor<typeof grpc.Client, _clawray_v1_HeadServiceClient> & { service: _clawray_v1_HeadServiceDefinition }
+      HeartbeatReply: MessageTypeDefinition<_clawray_v1_HeartbeatReply, _clawray_v1_HeartbeatReply__Output>
+      HeartbeatRequest: MessageTypeDefinition<_clawray_v1_HeartbeatRequest, _clawray_v1_HeartbeatRequest__Output>
+      KillActorRequest: MessageTypeDefinition<_clawray_v1_KillActorRequest, _clawray_v1_KillActorRequest__Output>
+      ListActorsReply: MessageTypeDefinition<_clawray_v1_ListActorsReply, _clawray_v1_ListActorsReply__Output>
+      ListActorsRequest: MessageTypeDefinition<_clawray_v1_ListActorsRequest, _clawray_v1_ListActorsRequest__Output>
+      ListPlacementGroupsReply: MessageTypeDefinition<_clawray_v1_ListPlacementGroupsReply, _clawray_v1_ListPlacementGroupsReply__Output>
+      NodeStatus: MessageTypeDefinition<_clawray_v1_NodeStatus, _clawray_v1_NodeStatus__Output>
+      PlacementGroupInfo: MessageTypeDefinition<_clawray_v1_PlacementGroupInfo, _clawray_v1_PlacementGroupInfo__Output>
+      RegisterNodeReply: MessageTypeDefinition<_clawray_v1_RegisterNodeReply, _clawray_v1_RegisterNodeReply__Output>
+      RegisterNodeRequest: MessageTypeDefinition<_clawray_v1_RegisterNodeRequest, _clawray_v1_RegisterNodeRequest__Output>
+      RemovePlacementGroupRequest: MessageTypeDefinition<_clawray_v1_RemovePlacementGroupRequest, _clawray_v1_RemovePlacementGroupRequest__Output>
+      ReportActorExitRequest: MessageTypeDefinition<_clawray_v1_ReportActorExitRequest, _clawray_v1_ReportActorExitRequest__Output>
+      Resources: MessageTypeDefinition<_clawray_v1_Resources, _clawray_v1_Resources__Output>
+      RunningActor: MessageTypeDefinition<_clawray_v1_RunningActor, _clawray_v1_RunningActor__Output>
+    }
+  }
+}
+
