@@ -44,11 +44,11 @@ export function requireClientToken(flag?: string): ResolvedToken {
  * is (re)written with mode 0600 so local clients find it.
  */
 export function ensureHeadToken(flag?: string): ResolvedToken {
-  const given = flag ?? process.env.CLAWRAY_TOKEN;
+  const given = flag || process.env.CLAWRAY_TOKEN || undefined;
   const file = tokenFilePath();
   let token = given;
   if (!token && existsSync(file)) token = readFileSync(file, 'utf8').trim() || undefined;
-  token ??= randomBytes(24).toString('base64url');
+  token ||= randomBytes(24).toString('base64url');
   mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
   writeFileSync(file, `${token}\n`, { mode: 0o600 });
   chmodSync(file, 0o600);

@@ -69,7 +69,7 @@ export class HeadServer {
       this.token = resolved.token;
       this.tokenSource = resolved.source;
     } else {
-      this.token = options.token ?? process.env.CLAWRAY_TOKEN ?? randomBytes(24).toString('base64url');
+      this.token = options.token || process.env.CLAWRAY_TOKEN || randomBytes(24).toString('base64url');
       this.tokenSource = options.token
         ? '--token'
         : process.env.CLAWRAY_TOKEN

@@ -17,7 +17,7 @@ import { toServiceError } from '../../common/wire-status.js';
 import { protos } from '../../proto/loader.js';
 import type * as m from '../../proto/messages.js';
 import { STREAM_METADATA } from './actor-connection.js';
-import { BatchWriter, immediateScheduler } from './batch-writer.js';
+import { BatchWriter, microtaskScheduler } from './batch-writer.js';
 import type { CallExecutor } from './call-executor.js';
 import { ChunkAssembler, splitPayload } from './chunks.js';
 import { decodeArgs, encode, type HandleFactory } from './codec.js';
@@ -95,7 +95,7 @@ export class ActorServer {
         onceDrain: (cb) => stream.once('drain', cb),
       },
       (r) => (r.result as Buffer | undefined)?.length ?? 64,
-      immediateScheduler,
+      microtaskScheduler,
     );
     const assembler = new ChunkAssembler();
     let open = true;

@@ -164,6 +164,11 @@ async function stop(graceful: boolean, graceMs: number): Promise<void> {
 }
 
 process.on('disconnect', orphaned);
+// The agent may have died while this process was still loading, before the listener existed.
+if (process.send && !process.connected) orphaned();
+setInterval(() => {
+  if (!process.connected) orphaned();
+}, 2000).unref();
 process.on('message', (message: AgentToHost) => {
   switch (message?.type) {
     case 'init':

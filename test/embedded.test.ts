@@ -1,0 +1,24 @@
+import { describe, expect, it } from 'vitest';
+import { connect } from '../index.js';
+import { fixture, pidAlive } from './helpers/processes.js';
+
+describe('connect() without an address', () => {
+  it('starts an embedded cluster in-process, serves actors (which can use the SDK), and stops on close', async () => {
+    const saved = process.env.CLAWRAY_ADDRESS;
+    delete process.env.CLAWRAY_ADDRESS;
+    try {
+      const cluster = await connect(undefined, { local: { gpusPerWorker: 1, poolSize: 1 } });
+      const status = await cluster.status();
+      expect(status.nodes).toHaveLength(1);
+      expect(status.nodes[0].total.GPU).toBe(1);
+      const spawner = await cluster.createActor({ module: fixture('counter.mjs'), className: 'Spawner' });
+      expect(await spawner.call('spawnAndCall', 4)).toBe(4);
+      const pids = (await cluster.listActors()).map((a) => a.pid);
+      expect(pids).toHaveLength(2);
+      await cluster.close();
+      for (const pid of pids) expect(pidAlive(pid)).toBe(false);
+    } finally {
+      if (saved !== undefined) process.env.CLAWRAY_ADDRESS = saved;
+    }
+  });
+});

@@ -1,0 +1,55 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fixture, TestCluster } from './helpers/processes.js';
+
+function metricsPort(output: string[]): number {
+  const line = output.find((l) => /metrics on :\d+/.test(l));
+  return Number(/metrics on :(\d+)/.exec(line ?? '')?.[1]);
+}
+
+describe('Prometheus metrics', () => {
+  const tc = new TestCluster();
+  let headPort = 0;
+  let workerPort = 0;
+
+  beforeAll(async () => {
+    const head = await tc.startHead({ metricsPort: 0 });
+    const worker = await tc.startWorker({ gpus: 1, metricsPort: 0 });
+    headPort = metricsPort(head.output);
+    workerPort = metricsPort(worker.output);
+    const cluster = await tc.connect();
+    const counter = await cluster.createActor({ module: fixture('counter.mjs'), className: 'Counter', options: { numGpus: 1 } });
+    for (let i = 0; i < 10; i++) await counter.call('inc', 1);
+    await counter.call('boom', 'x').catch(() => {});
+    await cluster.createPlacementGroup({ bundles: [{ numCpus: 1 }] });
+  });
+  afterAll(() => tc.teardown());
+
+  const scrape = (port: number, token?: string) =>
+    fetch(`http://127.0.0.1:${port}/metrics`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
+
+  it('requires the cluster token', async () => {
+    expect((await scrape(headPort)).status).toBe(401);
+    expect((await scrape(workerPort, 'wrong')).status).toBe(401);
+  });
+
+  it('exports the head metrics: nodes, actors, resources, groups, scheduling latency, RPCs, restarts', async () => {
+    const text = await (await scrape(headPort, tc.token)).text();
+    expect(text).toContain('clawray_cluster_nodes{state="ALIVE"} 1');
+    expect(text).toContain('clawray_cluster_actors{state="ALIVE",actor_class="Counter"} 1');
+    expect(text).toContain('clawray_cluster_resources_total{resource="GPU"} 1');
+    expect(text).toContain('clawray_cluster_resources_used{resource="GPU"} 1');
+    expect(text).toContain('clawray_cluster_placement_groups{state="CREATED"} 1');
+    expect(text).toMatch(/clawray_scheduler_latency_seconds_count \d+/);
+    expect(text).toMatch(/clawray_rpc_duration_seconds_count\{service="HeadService",method="CreateActor",code="OK"\} 1/);
+    expect(text).toContain('# TYPE clawray_actor_restarts_total counter');
+  });
+
+  it('exports the worker metrics including those of its actor processes', async () => {
+    const text = await (await scrape(workerPort, tc.token)).text();
+    expect(text).toContain('clawray_worker_actor_processes{state="running"} 1');
+    expect(text).toContain('clawray_worker_actor_starts_total{outcome="ok"} 1');
+    expect(text).toContain('clawray_actor_calls_total{outcome="ok",actor_class="Counter",job=""} 10');
+    expect(text).toContain('clawray_actor_calls_total{outcome="error",actor_class="Counter",job=""} 1');
+    expect(text).toContain('clawray_actor_call_seconds_count{actor_class="Counter",job=""} 11');
+  });
+});
