@@ -5,7 +5,7 @@ import { headFilePath } from '../common/home.js';
 
 export function int(flag: string) {
   return (value: string): number => {
-    const n = Number(value);
+    const n = value.trim() === '' ? Number.NaN : Number(value);
     if (!Number.isInteger(n) || n < 0)
       throw new ConfigError(`${flag} expects a whole number ≥ 0, got '${value}'`);
     return n;
@@ -14,7 +14,7 @@ export function int(flag: string) {
 
 export function num(flag: string) {
   return (value: string): number => {
-    const n = Number(value);
+    const n = value.trim() === '' ? Number.NaN : Number(value);
     if (!Number.isFinite(n) || n < 0) throw new ConfigError(`${flag} expects a number ≥ 0, got '${value}'`);
     return n;
   };

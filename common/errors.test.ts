@@ -56,19 +56,22 @@ describe('ClawrayError classes', () => {
 });
 
 describe('toErrorInfo / fromErrorInfo', () => {
-  it.each(plainClasses)('round trips %o with class, message, fields, retryable and stack', (cls, retryable) => {
-    const original = new cls(`a ${cls.name} happened`, {
-      fields: { actorId: 'a1', count: 3, ok: true, none: null },
-    });
-    const back = overTheWire(original);
-    expect(back).toBeInstanceOf(cls);
-    expect(back.constructor).toBe(cls);
-    expect(back.name).toBe(cls.name);
-    expect(back.message).toBe(`a ${cls.name} happened`);
-    expect((back as ClawrayError).fields).toEqual({ actorId: 'a1', count: 3, ok: true, none: null });
-    expect((back as ClawrayError).retryable).toBe(retryable);
-    expect(back.stack).toBe(original.stack);
-  });
+  it.each(plainClasses)(
+    'round trips %o with class, message, fields, retryable and stack',
+    (cls, retryable) => {
+      const original = new cls(`a ${cls.name} happened`, {
+        fields: { actorId: 'a1', count: 3, ok: true, none: null },
+      });
+      const back = overTheWire(original);
+      expect(back).toBeInstanceOf(cls);
+      expect(back.constructor).toBe(cls);
+      expect(back.name).toBe(cls.name);
+      expect(back.message).toBe(`a ${cls.name} happened`);
+      expect((back as ClawrayError).fields).toEqual({ actorId: 'a1', count: 3, ok: true, none: null });
+      expect((back as ClawrayError).retryable).toBe(retryable);
+      expect(back.stack).toBe(original.stack);
+    },
+  );
 
   it('writes an empty fieldsJson when there are no fields', () => {
     expect(toErrorInfo(new NotFoundError('gone')).fieldsJson).toBe('');
@@ -166,26 +169,32 @@ describe('toErrorInfo / fromErrorInfo', () => {
   });
 
   it('turns a thrown non-Error into an Error with its string form', () => {
-    expect(toErrorInfo('oops')).toEqual({ name: 'Error', message: 'oops', stack: '', fieldsJson: '', cause: null });
+    expect(toErrorInfo('oops')).toEqual({
+      name: 'Error',
+      message: 'oops',
+      stack: '',
+      fieldsJson: '',
+      cause: null,
+    });
     expect(toErrorInfo(42).message).toBe('42');
     const back = fromErrorInfo(toErrorInfo({ toString: () => 'custom' }));
     expect(back.message).toBe('custom');
   });
 
   it('accepts a wire form without cause or stack', () => {
-    const back = fromErrorInfo({ name: 'ConfigError', message: 'bad', stack: '', fieldsJson: '{"field":"x"}' });
+    const back = fromErrorInfo({
+      name: 'ConfigError',
+      message: 'bad',
+      stack: '',
+      fieldsJson: '{"field":"x"}',
+    });
     expect(back).toBeInstanceOf(ConfigError);
     expect((back as ConfigError).fields).toEqual({ field: 'x' });
     expect(back.cause).toBeUndefined();
     expect(typeof back.stack).toBe('string');
   });
 
-  // BUG (errors.ts, fromErrorInfo): the class lookup `errorClasses[info.name]` walks the object's
-  // prototype, so a remote error named after an Object.prototype member ('toString',
-  // 'constructor', 'hasOwnProperty', 'valueOf') is "found": `new toString(...)` throws a
-  // TypeError and `new Object(msg)` returns a String wrapper instead of an Error. Error names
-  // come from user code on the remote side. This test fails until the lookup uses an own-property
-  // check (Object.hasOwn) or a null-prototype map.
+  // Error names come from remote user code; Object.prototype's member names must not match a class.
   it.each(['toString', 'constructor', 'hasOwnProperty', 'valueOf'])(
     'brings back a remote error named %s as a plain Error with that name',
     (name) => {

@@ -132,7 +132,8 @@ export function toErrorInfo(err: unknown, depth = 0): ErrorInfoShape {
 export function fromErrorInfo(info: ErrorInfoShape): Error {
   const fields = info.fieldsJson ? (JSON.parse(info.fieldsJson) as ErrorFields) : {};
   const cause = info.cause?.name ? fromErrorInfo(info.cause) : undefined;
-  const cls = errorClasses[info.name as ErrorName];
+  // Names come from remote code: only our own classes, never Object.prototype's members.
+  const cls = Object.hasOwn(errorClasses, info.name) ? errorClasses[info.name as ErrorName] : undefined;
   let err: Error;
   if (cls === ActorError) {
     const { remoteName, remoteStack, ...rest } = fields;

@@ -18,7 +18,11 @@ import {
 import { fromServiceError, toServiceError } from './wire-status.js';
 
 const cases: Array<[string, () => Error, status]> = [
-  ['ConfigError', () => new ConfigError('bad option', { fields: { field: 'numGpus' } }), status.INVALID_ARGUMENT],
+  [
+    'ConfigError',
+    () => new ConfigError('bad option', { fields: { field: 'numGpus' } }),
+    status.INVALID_ARGUMENT,
+  ],
   ['AuthError', () => new AuthError('wrong token'), status.UNAUTHENTICATED],
   ['NotFoundError', () => new NotFoundError('no actor', { fields: { actorId: 'a1' } }), status.NOT_FOUND],
   ['AlreadyExistsError', () => new AlreadyExistsError('taken'), status.ALREADY_EXISTS],
@@ -119,7 +123,10 @@ describe('fromServiceError without a trailer', () => {
   );
 
   it('turns UNAUTHENTICATED into an AuthError', () => {
-    const back = fromServiceError({ code: status.UNAUTHENTICATED, details: 'bad token' }, 'head') as AuthError;
+    const back = fromServiceError(
+      { code: status.UNAUTHENTICATED, details: 'bad token' },
+      'head',
+    ) as AuthError;
     expect(back).toBeInstanceOf(AuthError);
     expect(back.retryable).toBe(false);
     expect(back.message).toBe('bad token');
@@ -142,7 +149,10 @@ describe('fromServiceError without a trailer', () => {
   );
 
   it('uses the message when there are no details', () => {
-    const back = fromServiceError(Object.assign(new Error('socket hang up'), { code: status.INTERNAL }), 'head');
+    const back = fromServiceError(
+      Object.assign(new Error('socket hang up'), { code: status.INTERNAL }),
+      'head',
+    );
     expect(back.message).toBe('head failed: socket hang up');
   });
 

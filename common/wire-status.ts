@@ -37,38 +37,70 @@ function statusCodeOf(err: unknown): grpc.status {
   return grpc.status.INTERNAL;
 }
 
+/** A clawray error as a gRPC status: code, message and the full error for the trailer. */
+export interface WireStatus {
+  code: grpc.status;
+  details: string;
+  /** JSON of the error's ErrorInfo, sent in the `clawray-error-bin` trailer. */
+  errorTrailer: Buffer;
+}
+
+export function toWireStatus(err: unknown): WireStatus {
+  return {
+    code: statusCodeOf(err),
+    details: err instanceof Error ? err.message : String(err),
+    errorTrailer: Buffer.from(JSON.stringify(toErrorInfo(err))),
+  };
+}
+
 export function toServiceError(err: unknown): Partial<grpc.ServiceError> {
+  const status = toWireStatus(err);
   const metadata = new grpc.Metadata();
-  metadata.set(ERROR_TRAILER, Buffer.from(JSON.stringify(toErrorInfo(err))));
-  const message = err instanceof Error ? err.message : String(err);
-  return { code: statusCodeOf(err), details: message, metadata };
+  metadata.set(ERROR_TRAILER, status.errorTrailer);
+  return { code: status.code, details: status.details, metadata };
 }
 
 /** Turns a failed gRPC call into a clawray error; `target` names what was being called. */
 export function fromServiceError(err: unknown, target: string): ClawrayError | Error {
   const se = err as Partial<grpc.ServiceError>;
   const raw = se.metadata?.get(ERROR_TRAILER)?.[0];
-  if (raw) {
+  return fromWireStatus(
+    {
+      code: se.code ?? grpc.status.UNKNOWN,
+      details: se.details ?? se.message ?? '',
+      errorTrailer: raw ? Buffer.from(raw as Buffer) : undefined,
+    },
+    target,
+    err,
+  );
+}
+
+export function fromWireStatus(
+  status: { code: number; details: string; errorTrailer?: Buffer },
+  target: string,
+  cause?: unknown,
+): ClawrayError | Error {
+  if (status.errorTrailer && status.errorTrailer.length > 0) {
     try {
-      return fromErrorInfo(JSON.parse(Buffer.from(raw as Buffer).toString('utf8')));
+      return fromErrorInfo(JSON.parse(status.errorTrailer.toString('utf8')));
     } catch {
       // Fall through to the status code: a trailer we cannot read is as good as none.
     }
   }
-  switch (se.code) {
+  const options = {
+    cause: cause ?? new Error(`${grpc.status[status.code] ?? status.code}: ${status.details}`),
+    fields: { target },
+  };
+  switch (status.code) {
     case grpc.status.UNAVAILABLE:
     case grpc.status.DEADLINE_EXCEEDED:
     case grpc.status.CANCELLED:
-      return new UnavailableError(`${target} is unavailable: ${se.details ?? se.message}`, {
-        cause: err,
-        fields: { target },
-      });
+      return new UnavailableError(`${target} is unavailable: ${status.details}`, options);
     case grpc.status.UNAUTHENTICATED:
-      return new AuthError(se.details ?? 'unauthenticated', { cause: err, fields: { target } });
+      return new AuthError(status.details || 'unauthenticated', options);
     default:
-      return new InternalError(`${target} failed: ${se.details ?? se.message}`, {
-        cause: err,
-        fields: { target },
-      });
+      return new InternalError(`${target} failed: ${status.details}`, options);
   }
 }
+
+export { ERROR_TRAILER };

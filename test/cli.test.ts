@@ -22,7 +22,11 @@ describe('clawray CLI against a running cluster', () => {
     await tc.startHead();
     await tc.startWorker({ gpus: 2, labels: { pool: 'gpu' } });
     const cluster = await tc.connect();
-    await cluster.createActor({ module: fixture('counter.mjs'), className: 'Counter', options: { numGpus: 0.5 } });
+    await cluster.createActor({
+      module: fixture('counter.mjs'),
+      className: 'Counter',
+      options: { numGpus: 0.5 },
+    });
     await cluster.createPlacementGroup({ bundles: [{ numGpus: 1 }], strategy: 'PACK', name: 'trainers' });
   });
   afterAll(() => tc.teardown());
@@ -65,13 +69,17 @@ describe('clawray CLI against a running cluster', () => {
       expect(noAddress.code).toBe(2);
       expect(noAddress.stderr).toContain('no cluster address');
       expect(noAddress.stderr).not.toMatch(/\n\s+at /);
-      const badToken = clawray(['status', '--address', tc.head!.address, '--token', 'nope'], { CLAWRAY_HOME: empty });
+      const badToken = clawray(['status', '--address', tc.head!.address, '--token', 'nope'], {
+        CLAWRAY_HOME: empty,
+      });
       expect(badToken.code).toBe(2);
       expect(badToken.stderr).toContain('wrong or missing cluster token');
       const badFlag = clawray(['worker', 'start', '--head', tc.head!.address, '--gpus', 'many'], tc.env);
       expect(badFlag.code).toBe(2);
       expect(badFlag.stderr).toContain("--gpus expects a whole number ≥ 0, got 'many'");
-      const badStore = clawray(['head', 'start', '--port', '0', '--store', 'postgres://x'], { CLAWRAY_HOME: empty });
+      const badStore = clawray(['head', 'start', '--port', '0', '--store', 'postgres://x'], {
+        CLAWRAY_HOME: empty,
+      });
       expect(badStore.code).toBe(2);
       expect(badStore.stderr).toContain('--store expects memory');
       expect(badStore.stderr).not.toMatch(/\n\s+at /);
@@ -93,7 +101,15 @@ describe('clawray start --local', () => {
     child = spawn(
       process.execPath,
       [distEntry('cli/main'), 'start', '--local', '--workers', '2', '--gpus-per-worker', '1', '--port', '0'],
-      { env: { ...process.env, CLAWRAY_HOME: home, CLAWRAY_ADDRESS: '', CLAWRAY_TOKEN: '', CLAWRAY_LOG_LEVEL: 'warn' } },
+      {
+        env: {
+          ...process.env,
+          CLAWRAY_HOME: home,
+          CLAWRAY_ADDRESS: '',
+          CLAWRAY_TOKEN: '',
+          CLAWRAY_LOG_LEVEL: 'warn',
+        },
+      },
     );
     const exited = new Promise<number | null>((resolve) => child!.once('exit', resolve));
     await new Promise<void>((resolve, reject) => {

@@ -17,7 +17,11 @@ describe('Prometheus metrics', () => {
     headPort = metricsPort(head.output);
     workerPort = metricsPort(worker.output);
     const cluster = await tc.connect();
-    const counter = await cluster.createActor({ module: fixture('counter.mjs'), className: 'Counter', options: { numGpus: 1 } });
+    const counter = await cluster.createActor({
+      module: fixture('counter.mjs'),
+      className: 'Counter',
+      options: { numGpus: 1 },
+    });
     for (let i = 0; i < 10; i++) await counter.call('inc', 1);
     await counter.call('boom', 'x').catch(() => {});
     await cluster.createPlacementGroup({ bundles: [{ numCpus: 1 }] });
@@ -40,7 +44,9 @@ describe('Prometheus metrics', () => {
     expect(text).toContain('clawray_cluster_resources_used{resource="GPU"} 1');
     expect(text).toContain('clawray_cluster_placement_groups{state="CREATED"} 1');
     expect(text).toMatch(/clawray_scheduler_latency_seconds_count \d+/);
-    expect(text).toMatch(/clawray_rpc_duration_seconds_count\{service="HeadService",method="CreateActor",code="OK"\} 1/);
+    expect(text).toMatch(
+      /clawray_rpc_duration_seconds_count\{service="HeadService",method="CreateActor",code="OK"\} 1/,
+    );
     expect(text).toContain('# TYPE clawray_actor_restarts_total counter');
   });
 

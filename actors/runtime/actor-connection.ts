@@ -5,8 +5,8 @@
  * decides each pending call's fate: resent (retries left), `ActorUnavailableError`
  * (restarting, or outcome unknown), or `ActorDiedError` (dead for good).
  */
-import * as grpc from '@grpc/grpc-js';
-import { authMetadata } from '../../common/auth.js';
+import type http2 from 'node:http2';
+import { bearer } from '../../common/auth.js';
 import { Backoff, sleep } from '../../common/backoff.js';
 import {
   ActorDiedError,
@@ -15,8 +15,8 @@ import {
   fromErrorInfo,
   PendingCallsLimitExceededError,
 } from '../../common/errors.js';
-import type { ActorServiceClient } from '../../proto/generated/clawray/v1/ActorService.js';
 import type * as m from '../../proto/messages.js';
+import { ActorStream } from './actor-stream.js';
 import { BatchWriter, microtaskScheduler } from './batch-writer.js';
 import { ChunkAssembler, splitPayload } from './chunks.js';
 import { decode, encodeArgs, type HandleFactory } from './codec.js';
@@ -26,7 +26,8 @@ export interface ConnectionHost {
   readonly head: HeadClient;
   readonly token: string;
   readonly callerId: string;
-  actorClient(address: string): ActorServiceClient;
+  /** The HTTP/2 session to an actor host, shared by every stream to that address. */
+  actorSession(address: string): http2.ClientHttp2Session;
   readonly handleFactory: HandleFactory;
 }
 
@@ -45,8 +46,6 @@ interface PendingCall {
   reject(err: Error): void;
 }
 
-type Stream = grpc.ClientDuplexStream<m.CallFrame, m.ReplyFrame__Output>;
-
 /** Metadata keys a caller sends when opening a stream. */
 export const STREAM_METADATA = {
   actorId: 'clawray-actor-id',
@@ -59,7 +58,7 @@ export class ActorConnection {
   /** Calls waiting for an open stream, in submission order. */
   private waiting: PendingCall[] = [];
   private nextId = 1;
-  private stream?: Stream;
+  private stream?: ActorStream;
   private writer?: BatchWriter<m.Call>;
   private readonly assembler = new ChunkAssembler();
   private recovering = false;
@@ -133,41 +132,47 @@ export class ActorConnection {
   }
 
   private openStream(address: string, incarnation: number): void {
-    const metadata = authMetadata(new grpc.Metadata(), this.host.token);
-    metadata.set(STREAM_METADATA.actorId, this.actorId);
-    metadata.set(STREAM_METADATA.incarnation, String(incarnation));
-    metadata.set(STREAM_METADATA.callerId, this.host.callerId);
-    const stream = this.host.actorClient(address).Connect(metadata) as Stream;
-    this.stream = stream;
     this.address = address;
     this.incarnation = incarnation;
     this.confirmed = false;
-    // Calls go out only once the actor process has accepted the stream, so a stream to an
-    // address that turns out stale does not use up their retries.
-    stream.once('metadata', () => {
-      if (this.stream !== stream) return;
-      this.confirmed = true;
-      const waiting = this.waiting;
-      this.waiting = [];
-      for (const call of waiting) if (this.pending.has(call.id)) this.send(call);
-    });
+    const stream: ActorStream = new ActorStream(
+      this.host.actorSession(address),
+      `actor ${this.actorId} at ${address}`,
+      {
+        authorization: bearer(this.host.token),
+        [STREAM_METADATA.actorId]: this.actorId,
+        [STREAM_METADATA.incarnation]: String(incarnation),
+        [STREAM_METADATA.callerId]: this.host.callerId,
+      },
+      {
+        // Calls go out only once the actor process has accepted the stream, so a stream to
+        // an address that turns out stale does not use up their retries.
+        onConfirmed: () => {
+          if (this.stream !== stream) return;
+          this.confirmed = true;
+          const waiting = this.waiting;
+          this.waiting = [];
+          for (const call of waiting) if (this.pending.has(call.id)) this.send(call);
+        },
+        onFrame: (frame) => {
+          if (this.stream === stream) this.onReplies(frame);
+        },
+        onClosed: (err) => {
+          if (this.stream !== stream) return;
+          this.teardownStream();
+          if (!this.closed) this.onBroken(err);
+        },
+      },
+    );
+    this.stream = stream;
     this.writer = new BatchWriter<m.Call>(
       {
         write: (calls) => stream.write({ calls }),
-        onceDrain: (cb) => stream.once('drain', cb),
+        onceDrain: (cb) => stream.onceDrain(cb),
       },
       (c) => (c.args as Buffer).length + 32,
       microtaskScheduler,
     );
-    stream.on('data', (frame: m.ReplyFrame__Output) => this.onReplies(frame));
-    const broken = (err?: Error) => {
-      if (this.stream !== stream) return;
-      this.teardownStream();
-      if (!this.closed) this.onBroken(err);
-    };
-    stream.on('error', broken);
-    stream.on('end', () => broken());
-    stream.on('close', () => broken());
   }
 
   private onReplies(frame: m.ReplyFrame__Output): void {
@@ -196,11 +201,7 @@ export class ActorConnection {
     this.writer?.close();
     this.writer = undefined;
     this.assembler.clear();
-    if (stream) {
-      stream.removeAllListeners('data');
-      stream.on('error', () => {});
-      stream.cancel();
-    }
+    stream?.cancel();
   }
 
   /** The stream broke: calls that were on it have an unknown outcome. */

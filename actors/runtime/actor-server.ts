@@ -1,26 +1,23 @@
 /**
- * The actor process's gRPC server. It is bound while the process still waits in the warm pool,
- * so starting an actor costs only importing its module and running its constructor. Each
- * caller's stream gets its replies batched per event-loop turn.
+ * The actor process's call server: gRPC `ActorService/Connect` served with node:http2 (see
+ * grpc-framing.ts for why). It is bound while the process still waits in the warm pool, so
+ * starting an actor costs only importing its module and running its constructor. Each
+ * caller's stream gets its replies batched per turn of the event loop.
  */
-import * as grpc from '@grpc/grpc-js';
-import { unauthenticated } from '../../common/auth.js';
+import http2 from 'node:http2';
+import type { AddressInfo } from 'node:net';
+import { tokenMatches, unauthenticated } from '../../common/auth.js';
 import { NotFoundError, toErrorInfo, UnavailableError } from '../../common/errors.js';
-import {
-  bindServer,
-  createServer,
-  isAuthorized,
-  type ServerGuard,
-  shutdownServer,
-} from '../../common/grpc-server.js';
-import { toServiceError } from '../../common/wire-status.js';
+import { ERROR_TRAILER, toWireStatus } from '../../common/wire-status.js';
 import { protos } from '../../proto/loader.js';
 import type * as m from '../../proto/messages.js';
 import { STREAM_METADATA } from './actor-connection.js';
+import { SESSION_WINDOW_BYTES, STREAM_WINDOW_BYTES } from './actor-stream.js';
 import { BatchWriter, microtaskScheduler } from './batch-writer.js';
 import type { CallExecutor } from './call-executor.js';
 import { ChunkAssembler, splitPayload } from './chunks.js';
 import { decodeArgs, encode, type HandleFactory } from './codec.js';
+import { CONNECT_PATH, Deframer, framed, GRPC_CONTENT_TYPE, headerValue } from './grpc-framing.js';
 
 export interface HostedActor {
   actorId: string;
@@ -30,31 +27,65 @@ export interface HostedActor {
   onCall?: (method: string, seconds: number, ok: boolean) => void;
 }
 
-type ServerStream = grpc.ServerDuplexStream<m.CallFrame__Output, m.ReplyFrame>;
+export interface ActorServerGuard {
+  token: string;
+  serverName: () => string;
+}
+
+const GRPC_UNIMPLEMENTED = 12;
+
+/** Ends a stream with only headers carrying the error's gRPC status (trailers-only). */
+function respondWithError(stream: http2.ServerHttp2Stream, err: Error): void {
+  const status = toWireStatus(err);
+  if (stream.headersSent || stream.destroyed) {
+    stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
+    return;
+  }
+  stream.respond(
+    {
+      ':status': 200,
+      'content-type': GRPC_CONTENT_TYPE,
+      'grpc-status': String(status.code),
+      'grpc-message': encodeURIComponent(status.details),
+      [ERROR_TRAILER]: status.errorTrailer.toString('base64'),
+    },
+    { endStream: true },
+  );
+}
 
 export class ActorServer {
-  private readonly server = createServer();
+  private readonly server = http2.createServer({ settings: { initialWindowSize: STREAM_WINDOW_BYTES } });
+  private readonly sessions = new Set<http2.Http2Session>();
+  private readonly streams = new Set<http2.ServerHttp2Stream>();
   private actor?: HostedActor;
-  private readonly streams = new Set<ServerStream>();
   private accepting = true;
   port = 0;
 
-  constructor(private readonly guard: Omit<ServerGuard, 'service'>) {
-    this.server.addService(protos().clawray.v1.ActorService.service, {
-      Connect: (stream: ServerStream) => this.onConnect(stream),
+  constructor(private readonly guard: ActorServerGuard) {
+    this.server.on('session', (session) => {
+      this.sessions.add(session);
+      session.once('close', () => this.sessions.delete(session));
+      session.on('error', () => {});
+      session.setLocalWindowSize(SESSION_WINDOW_BYTES);
     });
+    this.server.on('stream', (stream, headers) => this.onStream(stream, headers));
   }
 
-  async bind(host: string): Promise<number> {
-    this.port = await bindServer(this.server, host, 0);
-    return this.port;
+  bind(host: string): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(0, host, () => {
+        this.port = (this.server.address() as AddressInfo).port;
+        resolve(this.port);
+      });
+    });
   }
 
   attach(actor: HostedActor): void {
     this.actor = actor;
   }
 
-  /** Stops taking streams, lets queued calls finish, then closes the server. */
+  /** Stops taking streams, lets queued calls finish, then closes every stream and session. */
   async drain(graceMs: number): Promise<void> {
     this.accepting = false;
     if (this.actor) {
@@ -62,42 +93,77 @@ export class ActorServer {
     }
     // Give the last replies a turn of the event loop to be written.
     await new Promise((r) => setImmediate(r));
-    for (const stream of this.streams) stream.end();
-    await shutdownServer(this.server, 500);
+    for (const stream of this.streams) if (!stream.destroyed) stream.end();
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, 500);
+      timer.unref();
+      this.server.close(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+      for (const session of this.sessions) session.close();
+    });
   }
 
-  private onConnect(stream: ServerStream): void {
-    const reject = (err: Error): void => {
-      stream.emit('error', toServiceError(err));
-    };
-    if (!isAuthorized({ ...this.guard, service: 'ActorService' }, stream.metadata)) {
-      reject(unauthenticated(this.guard.serverName()));
+  private onStream(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): void {
+    stream.on('error', () => {});
+    if (headers[':path'] !== CONNECT_PATH) {
+      const err = new NotFoundError(`unknown method ${headers[':path']}`);
+      const status = toWireStatus(err);
+      stream.respond(
+        {
+          ':status': 200,
+          'content-type': GRPC_CONTENT_TYPE,
+          'grpc-status': String(GRPC_UNIMPLEMENTED),
+          'grpc-message': encodeURIComponent(status.details),
+        },
+        { endStream: true },
+      );
+      return;
+    }
+    if (!tokenMatches(headerValue(headers, 'authorization'), this.guard.token)) {
+      respondWithError(stream, unauthenticated(this.guard.serverName()));
       return;
     }
     const actor = this.actor;
-    const wantedId = String(stream.metadata.get(STREAM_METADATA.actorId)[0] ?? '');
-    const wantedIncarnation = Number(stream.metadata.get(STREAM_METADATA.incarnation)[0] ?? -1);
+    const wantedId = headerValue(headers, STREAM_METADATA.actorId);
+    const wantedIncarnation = Number(headerValue(headers, STREAM_METADATA.incarnation) || -1);
     if (!actor || !this.accepting) {
-      reject(new UnavailableError(`actor ${wantedId} is not serving at ${this.guard.serverName()}`));
+      respondWithError(
+        stream,
+        new UnavailableError(`actor ${wantedId} is not serving at ${this.guard.serverName()}`),
+      );
       return;
     }
     if (actor.actorId !== wantedId || actor.incarnation !== wantedIncarnation) {
       // The address now belongs to another actor (or another incarnation): the caller must
       // ask the head again.
-      reject(new NotFoundError(`actor ${wantedId} (incarnation ${wantedIncarnation}) is not served here`));
+      respondWithError(
+        stream,
+        new NotFoundError(`actor ${wantedId} (incarnation ${wantedIncarnation}) is not served here`),
+      );
       return;
     }
-    stream.sendMetadata(new grpc.Metadata());
+    stream.respond({ ':status': 200, 'content-type': GRPC_CONTENT_TYPE }, { waitForTrailers: true });
+    stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
     this.streams.add(stream);
+    const connect = protos().clawray.v1.ActorService.service.Connect;
     const writer = new BatchWriter<m.Reply>(
       {
-        write: (replies) => stream.write({ replies }),
+        write: (replies) => {
+          let ok = true;
+          for (const part of framed(connect.responseSerialize({ replies }))) ok = stream.write(part) && ok;
+          return ok;
+        },
         onceDrain: (cb) => stream.once('drain', cb),
       },
       (r) => (r.result as Buffer | undefined)?.length ?? 64,
       microtaskScheduler,
     );
+    const deframer = new Deframer();
     const assembler = new ChunkAssembler();
+    // Chunked arguments: the method name rides on the first chunk only.
+    const chunkedMethods = new Map<number, string>();
     let open = true;
     const close = () => {
       if (!open) return;
@@ -106,28 +172,36 @@ export class ActorServer {
       writer.close();
       assembler.clear();
     };
-    stream.on('error', close);
-    stream.on('cancelled', close);
-    stream.on('end', () => {
+    stream.once('close', close);
+    stream.once('aborted', close);
+    stream.once('end', () => {
       // The caller half-closed; finish the stream once replies in progress are out.
-      void actor.executor.idle().then(() => setImmediate(() => stream.end()));
+      void actor.executor.idle().then(() => setImmediate(() => open && !stream.destroyed && stream.end()));
     });
-    stream.on('close', close);
-    // Chunked arguments: the method name rides on the first chunk only.
-    const chunkedMethods = new Map<number, string>();
-    stream.on('data', (frame: m.CallFrame__Output) => {
-      for (const call of frame.calls) {
-        const whole = assembler.add(call.callId, call.args, call.more);
-        if (!whole) {
-          if (call.method) chunkedMethods.set(call.callId, call.method);
-          continue;
+    stream.on('data', (chunk: Buffer) => {
+      let messages: Buffer[];
+      try {
+        messages = deframer.push(chunk);
+      } catch (err) {
+        close();
+        stream.close(http2.constants.NGHTTP2_PROTOCOL_ERROR);
+        return;
+      }
+      for (const message of messages) {
+        const frame = connect.requestDeserialize(message) as m.CallFrame__Output;
+        for (const call of frame.calls) {
+          const whole = assembler.add(call.callId, call.args, call.more);
+          if (!whole) {
+            if (call.method) chunkedMethods.set(call.callId, call.method);
+            continue;
+          }
+          let method = call.method;
+          if (!method) {
+            method = chunkedMethods.get(call.callId) ?? '';
+            chunkedMethods.delete(call.callId);
+          }
+          this.dispatch(actor, call.callId, method, whole, writer, () => open);
         }
-        let method = call.method;
-        if (!method) {
-          method = chunkedMethods.get(call.callId) ?? '';
-          chunkedMethods.delete(call.callId);
-        }
-        this.dispatch(actor, call.callId, method, whole, writer, () => open);
       }
     });
   }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ErrorInfoShape } from '../../common/errors.js';
-import { type CallTask, CallExecutor, publicMethods } from './call-executor.js';
+import { CallExecutor, type CallTask, publicMethods } from './call-executor.js';
 
 type Result = { value: unknown } | { error: ErrorInfoShape };
 
@@ -152,7 +152,11 @@ describe('CallExecutor', () => {
 
   it('keeps running later calls after one throws', async () => {
     const executor = new CallExecutor(new Thrower() as unknown as Record<string, unknown>, 'Thrower', 1);
-    const results = await Promise.all([call(executor, 'boom'), call(executor, 'asyncBoom'), call(executor, 'ok')]);
+    const results = await Promise.all([
+      call(executor, 'boom'),
+      call(executor, 'asyncBoom'),
+      call(executor, 'ok'),
+    ]);
     expect('error' in results[0]).toBe(true);
     expect('error' in results[1]).toBe(true);
     expect(results[2]).toEqual({ value: 'fine' });
@@ -185,11 +189,8 @@ describe('CallExecutor', () => {
     }
   });
 
-  // BUG (call-executor.ts, invoke): publicMethods documents "names a caller may call: ... minus
-  // Object's", but invoke only refuses 'constructor' and '__*', so a caller can still call
-  // Object.prototype methods such as toString / hasOwnProperty / valueOf on the actor instance.
-  // This test fails until invoke refuses names that publicMethods would not list.
-  it("refuses Object.prototype methods that publicMethods leaves out (toString, hasOwnProperty, valueOf)", async () => {
+  // Object.prototype's members are not actor methods, even though every instance has them.
+  it('refuses Object.prototype methods that publicMethods leaves out (toString, hasOwnProperty, valueOf)', async () => {
     const instance = new Thrower();
     const executor = new CallExecutor(instance as unknown as Record<string, unknown>, 'Thrower', 1);
     for (const method of ['toString', 'hasOwnProperty', 'valueOf']) {

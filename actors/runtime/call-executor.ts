@@ -76,7 +76,7 @@ export class CallExecutor {
 
   private invoke(task: CallTask): unknown {
     const fn = this.instance[task.method];
-    if (typeof fn !== 'function' || task.method === 'constructor' || task.method.startsWith('__')) {
+    if (typeof fn !== 'function' || task.method in Object.prototype || task.method.startsWith('__')) {
       throw new TypeError(
         `${this.className} has no method '${task.method}'; its methods are: ${publicMethods(this.instance).join(', ') || '(none)'}`,
       );

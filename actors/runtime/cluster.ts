@@ -4,12 +4,11 @@
  * lookups go through the head.
  */
 
+import type http2 from 'node:http2';
 import { isAbsolute, resolve as resolvePath } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import * as grpc from '@grpc/grpc-js';
 import { z } from 'zod';
 import { requireClientToken } from '../../common/auth.js';
-import { CHANNEL_OPTIONS } from '../../common/grpc-server.js';
 import { newId } from '../../common/ids.js';
 import {
   PLACEMENT_STRATEGIES,
@@ -17,12 +16,11 @@ import {
   resourceRequestSchema,
   toResourceRequest,
 } from '../../common/resources.js';
-import type { ActorServiceClient } from '../../proto/generated/clawray/v1/ActorService.js';
-import { protos } from '../../proto/loader.js';
 import type * as m from '../../proto/messages.js';
 import { ActorConnection, type ConnectionHost } from './actor-connection.js';
 import { ActorHandle, type HandleRuntime } from './actor-handle.js';
 import { type ActorOptions, actorOptionsSchema, parseWith } from './actor-options.js';
+import { openActorSession } from './actor-stream.js';
 import { encodeArgs, type HandleDescriptor, type HandleFactory } from './codec.js';
 import { HeadClient } from './head-client.js';
 import type { PlacementGroup } from './placement-group.js';
@@ -83,7 +81,7 @@ export class Cluster implements ConnectionHost, HandleRuntime {
   readonly namespace: string;
   readonly jobId: string;
   private readonly connections = new Map<string, ActorConnection>();
-  private readonly actorClients = new Map<string, ActorServiceClient>();
+  private readonly actorSessions = new Map<string, http2.ClientHttp2Session>();
   private readonly closeHooks: Array<() => Promise<void> | void> = [];
   private closed = false;
 
@@ -215,14 +213,16 @@ export class Cluster implements ConnectionHost, HandleRuntime {
     return connection;
   }
 
-  actorClient(address: string): ActorServiceClient {
-    let client = this.actorClients.get(address);
-    if (!client) {
-      const Service = protos().clawray.v1.ActorService;
-      client = new Service(address, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
-      this.actorClients.set(address, client);
+  actorSession(address: string): http2.ClientHttp2Session {
+    let session = this.actorSessions.get(address);
+    if (!session || session.closed || session.destroyed) {
+      const opened = openActorSession(address, () => {
+        if (this.actorSessions.get(address) === opened) this.actorSessions.delete(address);
+      });
+      session = opened;
+      this.actorSessions.set(address, session);
     }
-    return client;
+    return session;
   }
 
   /** Runs `hook` when the client closes (the embedded cluster stops with its client). */
@@ -235,8 +235,8 @@ export class Cluster implements ConnectionHost, HandleRuntime {
     this.closed = true;
     for (const connection of this.connections.values()) connection.close();
     this.connections.clear();
-    for (const client of this.actorClients.values()) client.close();
-    this.actorClients.clear();
+    for (const session of this.actorSessions.values()) session.destroy();
+    this.actorSessions.clear();
     this.head.close();
     for (const hook of this.closeHooks.reverse()) await hook();
   }

@@ -22,7 +22,21 @@ const descriptor: HandleDescriptor = {
 
 describe('codec round trips', () => {
   it('keeps numbers, strings, booleans and null', () => {
-    for (const v of [0, 1, -1, 3.5, -2.25, 2 ** 53, Number.MAX_VALUE, 'hello', '', 'ünïcødé ✓', true, false, null]) {
+    for (const v of [
+      0,
+      1,
+      -1,
+      3.5,
+      -2.25,
+      2 ** 53,
+      Number.MAX_VALUE,
+      'hello',
+      '',
+      'ünïcødé ✓',
+      true,
+      false,
+      null,
+    ]) {
       expect(roundTrip(v)).toEqual(v);
     }
     expect(roundTrip(Number.NaN)).toBeNaN();

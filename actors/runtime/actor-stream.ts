@@ -1,0 +1,135 @@
+/**
+ * The caller's end of one actor call stream: a gRPC `ActorService/Connect` call made with
+ * node:http2 (see grpc-framing.ts for why not grpc-js here). It reports the actor's
+ * acceptance, each reply frame, and exactly one close with the reason.
+ */
+import http2 from 'node:http2';
+import { UnavailableError } from '../../common/errors.js';
+import { ERROR_TRAILER, fromWireStatus } from '../../common/wire-status.js';
+import { protos } from '../../proto/loader.js';
+import type * as m from '../../proto/messages.js';
+import { binHeader, CONNECT_PATH, Deframer, framed, GRPC_CONTENT_TYPE, headerValue } from './grpc-framing.js';
+
+export interface StreamHandlers {
+  /** The actor process accepted the stream (response headers arrived). */
+  onConfirmed(): void;
+  onFrame(frame: m.ReplyFrame__Output): void;
+  onClosed(err: Error): void;
+}
+
+/** Flow-control windows sized for multi-MiB payload chunks rather than HTTP/2's 64 KiB default. */
+export const STREAM_WINDOW_BYTES = 8 * 1024 * 1024;
+export const SESSION_WINDOW_BYTES = 32 * 1024 * 1024;
+
+const KEEPALIVE_MS = 10_000;
+
+/** Opens an HTTP/2 session to an actor host, pinged while open so a vanished peer is noticed. */
+export function openActorSession(address: string, onGone: () => void): http2.ClientHttp2Session {
+  const session = http2.connect(`http://${address}`, {
+    settings: { initialWindowSize: STREAM_WINDOW_BYTES },
+  });
+  session.once('connect', () => session.setLocalWindowSize(SESSION_WINDOW_BYTES));
+  const timer = setInterval(() => {
+    if (session.closed || session.destroyed) return;
+    const deadline = setTimeout(
+      () => session.destroy(new Error(`actor host ${address} stopped answering pings`)),
+      5000,
+    );
+    deadline.unref();
+    try {
+      session.ping(() => clearTimeout(deadline));
+    } catch {
+      clearTimeout(deadline);
+    }
+  }, KEEPALIVE_MS);
+  timer.unref();
+  const gone = () => {
+    clearInterval(timer);
+    onGone();
+  };
+  session.on('error', () => {});
+  session.once('close', gone);
+  session.once('goaway', gone);
+  session.unref();
+  return session;
+}
+
+export class ActorStream {
+  private readonly request: http2.ClientHttp2Stream;
+  private readonly deframer = new Deframer();
+  private closed = false;
+  private failure?: Error;
+
+  constructor(
+    session: http2.ClientHttp2Session,
+    private readonly target: string,
+    metadata: Record<string, string>,
+    private readonly handlers: StreamHandlers,
+  ) {
+    const connect = protos().clawray.v1.ActorService.service.Connect;
+    this.request = session.request({
+      ':method': 'POST',
+      ':path': CONNECT_PATH,
+      'content-type': GRPC_CONTENT_TYPE,
+      te: 'trailers',
+      ...metadata,
+    });
+    this.request.on('response', (headers) => {
+      if (headers['grpc-status'] !== undefined) this.recordStatus(headers);
+      else handlers.onConfirmed();
+    });
+    this.request.on('data', (chunk: Buffer) => {
+      if (this.closed) return;
+      let messages: Buffer[];
+      try {
+        messages = this.deframer.push(chunk);
+      } catch (err) {
+        this.failure = err as Error;
+        this.request.close(http2.constants.NGHTTP2_PROTOCOL_ERROR);
+        return;
+      }
+      for (const message of messages)
+        handlers.onFrame(connect.responseDeserialize(message) as m.ReplyFrame__Output);
+    });
+    this.request.on('trailers', (trailers) => this.recordStatus(trailers));
+    this.request.on('error', (err) => {
+      this.failure ??= new UnavailableError(`${target}: ${err.message}`, { cause: err, fields: { target } });
+    });
+    this.request.once('close', () => {
+      this.closed = true;
+      handlers.onClosed(
+        this.failure ?? new UnavailableError(`${target} closed the call stream`, { fields: { target } }),
+      );
+    });
+  }
+
+  /** Sends one frame; false means wait for `onceDrain`. */
+  write(frame: m.CallFrame): boolean {
+    if (this.closed) return true;
+    const connect = protos().clawray.v1.ActorService.service.Connect;
+    let ok = true;
+    for (const part of framed(connect.requestSerialize(frame))) ok = this.request.write(part) && ok;
+    return ok;
+  }
+
+  onceDrain(callback: () => void): void {
+    this.request.once('drain', callback);
+  }
+
+  cancel(): void {
+    if (!this.closed) this.request.close(http2.constants.NGHTTP2_CANCEL);
+  }
+
+  private recordStatus(headers: http2.IncomingHttpHeaders): void {
+    const code = Number(headerValue(headers, 'grpc-status') || 0);
+    if (code === 0) return;
+    this.failure = fromWireStatus(
+      {
+        code,
+        details: decodeURIComponent(headerValue(headers, 'grpc-message')),
+        errorTrailer: binHeader(headers, ERROR_TRAILER),
+      },
+      this.target,
+    );
+  }
+}
