@@ -10,5 +10,7 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     globalSetup: ['test/setup/global-setup.ts'],
+    // In-process heads and workers (embedded clusters) log only problems during tests.
+    env: { CLAWRAY_LOG_LEVEL: 'warn' },
   },
 });

@@ -152,7 +152,9 @@ export class NodeTable {
     const { nodeId } = entry.record;
     const drained = entry.record.state === 'DRAINING';
     entry.record = { ...entry.record, state: 'DEAD', deadAtMs: Date.now() };
-    this.logger.warn({ nodeId, address: entry.record.address, reason }, 'node dead');
+    const fields = { nodeId, address: entry.record.address, reason };
+    if (drained) this.logger.info(fields, 'node left');
+    else this.logger.warn(fields, 'node dead');
     await this.store.put('nodes', nodeId, entry.record);
     await this.hooks.onBundlesLost(this.scheduler.removeNode(nodeId));
     await this.hooks.onNodeLost(nodeId, reason, drained);

@@ -178,6 +178,31 @@ describe('actors over a real cluster', () => {
     expect((retries as Error).message).toContain('maxTaskRetries: needs maxRestarts');
   });
 
+  it('captures actor stdout and stderr in the worker log, tagged with the actor id', async () => {
+    const counter = await cluster.createActor({
+      module,
+      className: 'Counter',
+      options: { env: { GREETING: 'hej' } },
+    });
+    expect(await counter.call('env', 'GREETING')).toBe('hej');
+    // The cluster token never reaches actor code through the environment.
+    expect(await counter.call('env', 'CLAWRAY_TOKEN')).toBeUndefined();
+    await counter.call('say', 'hello-from-actor');
+    const tagged = await eventually(() => {
+      const lines = tc.workers[0].output
+        .filter((line) => line.includes('hello-from-actor') && !line.includes('err:'))
+        .map((line) => JSON.parse(line) as { actorId: string; stream: string; msg: string });
+      return lines.length > 0 ? lines : undefined;
+    });
+    expect(tagged.find((l) => l.stream === 'stdout')).toMatchObject({
+      actorId: counter.actorId,
+      msg: 'hello-from-actor',
+    });
+    await eventually(() =>
+      tc.workers[0].output.some((line) => line.includes('err:hello-from-actor') && line.includes('"stderr"')),
+    );
+  });
+
   it('refuses actorContext() outside an actor', () => {
     expect(() => actorContext()).toThrow(ConfigError);
   });

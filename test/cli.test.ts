@@ -77,6 +77,14 @@ describe('clawray CLI against a running cluster', () => {
       const badFlag = clawray(['worker', 'start', '--head', tc.head!.address, '--gpus', 'many'], tc.env);
       expect(badFlag.code).toBe(2);
       expect(badFlag.stderr).toContain("--gpus expects a whole number ≥ 0, got 'many'");
+      const workerBadToken = clawray(
+        ['worker', 'start', '--head', tc.head!.address, '--token', 'nope', '--gpus', '0'],
+        {
+          CLAWRAY_HOME: empty,
+        },
+      );
+      expect(workerBadToken.code).toBe(2);
+      expect(workerBadToken.stderr).toContain('wrong or missing cluster token');
       const badStore = clawray(['head', 'start', '--port', '0', '--store', 'postgres://x'], {
         CLAWRAY_HOME: empty,
       });

@@ -24,7 +24,7 @@ export interface Proc {
 
 function startProc(args: string[], env: NodeJS.ProcessEnv, ready: RegExp): Promise<Proc> {
   const child = spawn(process.execPath, [distEntry('cli/main'), ...args], {
-    env: { ...process.env, CLAWRAY_LOG_FORMAT: 'json', ...env },
+    env: { ...process.env, CLAWRAY_LOG_FORMAT: 'json', CLAWRAY_LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const output: string[] = [];
