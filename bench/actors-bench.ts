@@ -1,7 +1,10 @@
 /**
  * `npm run bench -- actors`: the actor runtime against the design's targets (DESIGN.md §7).
  * Sync and pipelined 1:1 calls, warm-pool actor creation, scheduler throughput and placement
- * group create/remove, with a bare grpc-js ping-pong measured in the same run as the baseline.
+ * group create/remove. Baselines measured in the same run, against a child process: a bare
+ * grpc-js ping-pong and a bare node:http2 ping-pong (the floor of the actor call stream, which is
+ * gRPC framing over node:http2), and bare grpc-js unary calls at the placement groups' concurrency
+ * (each create+remove is two unary calls to the head).
  */
 import { cpus } from 'node:os';
 import { join } from 'node:path';
@@ -11,7 +14,7 @@ import { Cluster } from '../actors/runtime/cluster.js';
 import { packageRoot } from '../common/package-root.js';
 import { benchScheduling } from '../head/scheduler/bench.js';
 import { LocalCluster } from '../local/local-cluster.js';
-import { GrpcPingPong, median } from './grpc-baseline.js';
+import { Baselines, inProcessUnaryRate, median, type PingPong } from './grpc-baseline.js';
 
 const SYNC_CALLS = 5000;
 const SYNC_WARMUP = 1000;
@@ -53,24 +56,34 @@ function benchActorModule(): string {
 }
 
 /**
- * Sync actor calls and the grpc-js ping-pong, in alternating rounds so that both see the same
- * load on the machine; the ratio is the median of the per-pair ratios.
+ * Sync actor calls, the grpc-js ping-pong and the node:http2 ping-pong, in alternating rounds so
+ * that all see the same load on the machine; each ratio is the median of the per-round ratios.
  */
-async function syncCallsAgainstGrpc(
+async function syncCallsAgainstBaselines(
   actor: ActorHandle<BenchActor>,
-  grpc: GrpcPingPong,
-): Promise<{ sync: number[]; grpc: number[]; ratio: number }> {
+  grpc: PingPong,
+  h2: PingPong,
+): Promise<{ sync: number[]; grpc: number[]; http2: number[]; vsGrpc: number; vsHttp2: number }> {
   for (let i = 0; i < SYNC_WARMUP; i++) await actor.call('inc', 1);
   await grpc.round(SYNC_WARMUP);
+  await h2.round(SYNC_WARMUP);
   const sync: number[] = [];
-  const baseline: number[] = [];
+  const grpcRounds: number[] = [];
+  const http2Rounds: number[] = [];
   for (let r = 0; r < SYNC_ROUNDS; r++) {
-    baseline.push(await grpc.round(SYNC_CALLS));
+    grpcRounds.push(await grpc.round(SYNC_CALLS));
+    http2Rounds.push(await h2.round(SYNC_CALLS));
     const start = performance.now();
     for (let i = 0; i < SYNC_CALLS; i++) await actor.call('inc', 1);
     sync.push(SYNC_CALLS / ((performance.now() - start) / 1000));
   }
-  return { sync, grpc: baseline, ratio: median(sync.map((x, i) => x / baseline[i])) };
+  return {
+    sync,
+    grpc: grpcRounds,
+    http2: http2Rounds,
+    vsGrpc: median(sync.map((x, i) => x / grpcRounds[i])),
+    vsHttp2: median(sync.map((x, i) => x / http2Rounds[i])),
+  };
 }
 
 async function pipelinedCalls(actor: ActorHandle<BenchActor>): Promise<number[]> {
@@ -136,8 +149,8 @@ export async function runActorsBench(): Promise<Record<string, unknown>> {
   log('scheduler: 10,000 actors over 250 simulated nodes');
   const scheduling = await benchScheduling();
 
-  log('starting the grpc-js echo server (baseline)');
-  const grpc = await GrpcPingPong.start();
+  log('starting the baseline echo server (grpc-js + node:http2, child process)');
+  const baselines = await Baselines.start();
   log(`starting an embedded cluster (1 worker, pool ${POOL_SIZE})`);
   let local: LocalCluster | undefined;
   let cluster: Cluster | undefined;
@@ -151,11 +164,11 @@ export async function runActorsBench(): Promise<Record<string, unknown>> {
       module: benchActorModule(),
       className: 'BenchActor',
     });
-    log(`sync calls vs grpc-js ping-pong: ${SYNC_ROUNDS} alternating rounds of ${SYNC_CALLS}`);
-    const sync = await syncCallsAgainstGrpc(actor, grpc);
-    log(`  grpc rounds/s: ${sync.grpc.map((x) => Math.round(x)).join(', ')}`);
-    log(`  sync rounds/s: ${sync.sync.map((x) => Math.round(x)).join(', ')}`);
-    await grpc.close();
+    log(`sync calls vs grpc-js and http2 ping-pongs: ${SYNC_ROUNDS} alternating rounds of ${SYNC_CALLS}`);
+    const sync = await syncCallsAgainstBaselines(actor, baselines.grpc, baselines.http2);
+    log(`  grpc rounds/s:  ${sync.grpc.map((x) => Math.round(x)).join(', ')}`);
+    log(`  http2 rounds/s: ${sync.http2.map((x) => Math.round(x)).join(', ')}`);
+    log(`  sync rounds/s:  ${sync.sync.map((x) => Math.round(x)).join(', ')}`);
     log(`pipelined calls: ${ROUNDS} x ${PIPELINED_CALLS}`);
     const pipelined = await pipelinedCalls(actor);
     log(`  rounds/s: ${pipelined.map((x) => Math.round(x)).join(', ')}`);
@@ -166,29 +179,48 @@ export async function runActorsBench(): Promise<Record<string, unknown>> {
     // The pool refills in the background after the creations; let it finish so spawning hosts
     // do not share the CPU with the head during the placement group run.
     await local.agents[0].warm();
+    log(`grpc-js unary to the child: ${PG_SECONDS} s, ${PG_IN_FLIGHT} in flight`);
+    const unary = await baselines.unary(PG_SECONDS, PG_IN_FLIGHT);
+    log(`  calls/s: ${Math.round(unary)}`);
+    await baselines.close();
+    log(`grpc-js unary in this process (as the embedded head): ${PG_SECONDS} s, ${PG_IN_FLIGHT} in flight`);
+    const unaryInProcess = await inProcessUnaryRate(PG_SECONDS, PG_IN_FLIGHT);
+    log(`  calls/s: ${Math.round(unaryInProcess)}`);
     log(`placement groups: create+remove for ${PG_SECONDS} s, ${PG_IN_FLIGHT} in flight`);
     const pgs = await placementGroups(cluster);
+    log(`  create+remove/s: ${Math.round(pgs)}`);
 
     const syncPerSec = median(sync.sync);
     const grpcPerSec = median(sync.grpc);
+    const http2PerSec = median(sync.http2);
     const pipelinedPerSec = median(pipelined);
-    const syncVsGrpc = sync.ratio;
+    const syncVsGrpc = sync.vsGrpc;
+    const pgCeiling = unary / 2;
     return {
       bench: 'actors',
       syncCallsPerSec: sig(syncPerSec),
       grpcPingPongPerSec: sig(grpcPerSec),
       syncVsGrpc: round(syncVsGrpc, 2),
+      http2PingPongPerSec: sig(http2PerSec),
+      syncVsHttp2: round(sync.vsHttp2, 2),
       pipelinedCallsPerSec: sig(pipelinedPerSec),
       actorCreationsPerSec: sig(creations),
       schedulingSeconds: round(scheduling.seconds, 3),
       schedulingActors: scheduling.actors,
       schedulingNodes: scheduling.nodes,
       placementGroupCreateRemovePerSec: sig(pgs),
+      grpcUnaryPerSec: sig(unary),
+      placementGroupCeilingPerSec: sig(pgCeiling),
+      placementGroupVsCeiling: round(pgs / pgCeiling, 2),
+      grpcUnaryInProcessPerSec: sig(unaryInProcess),
       method: {
         syncAndGrpc: `${SYNC_ROUNDS} alternating rounds of ${SYNC_CALLS} round trips after a warm-up; rates are medians, syncVsGrpc the median of per-pair ratios`,
         pipelined: `median of ${ROUNDS} rounds of ${PIPELINED_CALLS} calls issued at once`,
         actorCreations: `${POOL_SIZE} actors created concurrently from a warm pool of ${POOL_SIZE}`,
+        http2PingPong: `bare node:http2 between two processes: one POST stream, the child echoes every DATA chunk, 10-byte write then wait for its echo; measured in the same alternating rounds as syncAndGrpc; syncVsHttp2 the median of per-round ratios`,
         placementGroups: `1-bundle {numCpus: 0.01} PACK groups, create then remove, ${PG_IN_FLIGHT} in flight for ${PG_SECONDS} s`,
+        grpcUnary: `bare grpc-js unary calls (identity Buffer serializers, 4-byte payload) to a child process, ${PG_IN_FLIGHT} in flight for ${PG_SECONDS} s, just before the placement groups; placementGroupCeilingPerSec = grpcUnaryPerSec / 2 (two RPCs per create+remove)`,
+        grpcUnaryInProcess: `the same unary calls with the server inside the bench process, as the embedded head is; informational`,
       },
       targets: {
         syncCallsPerSec: met('syncCallsPerSec', syncPerSec),
@@ -202,7 +234,7 @@ export async function runActorsBench(): Promise<Record<string, unknown>> {
     };
   } finally {
     log('stopping the cluster');
-    await grpc.close();
+    await baselines.close();
     await cluster?.close();
     await local?.stop();
   }

@@ -1,29 +1,44 @@
 /**
- * Child process of the gRPC baseline: a bare grpc-js server with one bidi method that echoes
- * every message back, with identity Buffer serializers (no protobuf, no framing of our own).
- * Sends its port to the parent over IPC and exits when the parent goes away.
+ * Child process of the baselines (see grpc-baseline.ts), serving on two ports:
+ * - a bare grpc-js server, identity Buffer serializers (no protobuf, no framing of our own):
+ *   `Echo` (bidi) echoes every message, `Unary` returns its request;
+ * - a bare node:http2 server that answers any stream with 200 and echoes every DATA chunk.
+ * Sends both ports to the parent over IPC and exits when the parent goes away.
  */
+import http2 from 'node:http2';
+import type { AddressInfo } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
-import { echoDefinition } from './grpc-baseline.js';
+import { type EchoPorts, echoDefinition, echoHandlers } from './grpc-baseline.js';
+
+function fail(message: string): never {
+  process.stderr.write(`bench echo server: ${message}\n`);
+  process.exit(1);
+}
 
 function main(): void {
   const server = new grpc.Server();
-  server.addService(echoDefinition, {
-    Echo: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
-      call.on('data', (chunk: Buffer) => call.write(chunk));
-      call.on('end', () => call.end());
-      call.on('error', () => {});
-    },
+  server.addService(echoDefinition, echoHandlers());
+
+  const h2 = http2.createServer();
+  h2.on('stream', (stream) => {
+    stream.respond({ ':status': 200 });
+    stream.on('data', (chunk: Buffer) => stream.write(chunk));
+    stream.on('end', () => stream.end());
+    stream.on('error', () => {});
   });
-  server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, port) => {
-    if (err) {
-      process.stderr.write(`grpc echo server: ${err.message}\n`);
-      process.exit(1);
-    }
-    process.send?.({ port });
+  h2.on('sessionError', () => {});
+  h2.on('error', (err) => fail(err.message));
+
+  server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, grpcPort) => {
+    if (err) fail(err.message);
+    h2.listen(0, '127.0.0.1', () => {
+      const ports: EchoPorts = { grpcPort, http2Port: (h2.address() as AddressInfo).port };
+      process.send?.(ports);
+    });
   });
   const stop = (): void => {
     server.forceShutdown();
+    h2.close();
     process.exit(0);
   };
   process.on('disconnect', stop);

@@ -10,7 +10,7 @@ type Bench = () => Promise<Record<string, unknown>>;
 const BENCHES: Record<string, { describe: string; run: Bench }> = {
   actors: {
     describe:
-      'actor calls (sync, pipelined) vs bare grpc-js, warm-pool creation, scheduling, placement groups',
+      'actor calls (sync, pipelined) vs bare grpc-js and node:http2, warm-pool creation, scheduling, placement groups vs bare grpc-js unary',
     run: async () => (await import('./actors-bench.js')).runActorsBench(),
   },
 };

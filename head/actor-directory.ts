@@ -348,9 +348,13 @@ export class ActorDirectory {
     if (!record || record.state === 'DEAD') return;
     if (record.incarnation !== report.incarnation || record.nodeId !== report.nodeId) return;
     if (this.starting.has(record.actorId)) return; // the failed StartActor reply handles it
-    const cause = report.error?.name
-      ? fromErrorInfo(report.error)
-      : new ActorDiedError('the actor process exited');
+    const cause = this.killing.has(record.actorId)
+      ? new ActorDiedError(`actor ${record.className} (${record.actorId}) was killed`, {
+          fields: { actorId: record.actorId },
+        })
+      : report.error?.name
+        ? fromErrorInfo(report.error)
+        : new ActorDiedError('the actor process exited');
     const draining = this.d.nodes.get(report.nodeId)?.record.state === 'DRAINING';
     await this.onFailure(record, cause, { preempted: draining });
   }

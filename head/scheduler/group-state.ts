@@ -30,10 +30,10 @@ export interface GroupState {
 }
 
 /**
- * A lost bundle has no devices yet; placeholder ids (-1, -2, ...) of the shape it will get let
+ * A lost bundle has no devices yet; provisional ids (-1, -2, ...) of the shape it will get let
  * "could an actor ever fit here" be answered before it is re-placed. It is never picked from.
  */
-function placeholderPool(gpuUnits: number) {
+function provisionalPool(gpuUnits: number) {
   if (gpuUnits <= 0) return newGpuPool([]);
   if (gpuUnits < UNIT) return newGpuPool([-1], [gpuUnits]);
   return newGpuPool(Array.from({ length: gpuUnits / UNIT }, (_, i) => -1 - i));
@@ -46,7 +46,7 @@ export function newBundle(
   node: NodeResources | undefined,
   gpus: GpuShare[],
 ): BundleState {
-  const pool = node ? poolFromShares(gpus) : placeholderPool(need.gpu);
+  const pool = node ? poolFromShares(gpus) : provisionalPool(need.gpu);
   return { index, request, need, node, gpus, ledger: new ResourceLedger(cloneVector(need), pool) };
 }
 
