@@ -10,7 +10,8 @@ describe('worker SIGTERM', () => {
   afterAll(() => tc.teardown());
 
   it('drains: stops actors gracefully, moves restartable ones without using a restart, deregisters', async () => {
-    await tc.startHead();
+    // A node timeout far longer than the test: the node can only be DEAD by deregistering.
+    await tc.startHead({ nodeTimeoutMs: 120_000 });
     const first = await tc.startWorker({ labels: { role: 'first' } });
     const cluster = await tc.connect();
     const marker = join(tc.home, 'disposed.txt');
@@ -23,7 +24,6 @@ describe('worker SIGTERM', () => {
     const pid = (await actor.call('pid')) as number;
     const second = await tc.startWorker({ labels: { role: 'second' } });
 
-    const drainedAt = Date.now();
     await first.kill('SIGTERM');
     expect(await first.exited).toBe(0);
     expect(readFileSync(marker, 'utf8')).toBe(`disposed by ${pid}`);
@@ -34,7 +34,6 @@ describe('worker SIGTERM', () => {
     });
     // Deregistered at once, not after the heartbeat timeout.
     expect(status.nodes.find((n) => n.nodeId === first.nodeId)?.state).toBe('DEAD');
-    expect(Date.now() - drainedAt).toBeLessThan(3000);
     expect(status.actors.find((a) => a.actorId === actor.actorId)?.numRestarts).toBe(0);
     expect(await actor.call('pid')).not.toBe(pid);
     expect(existsSync(marker)).toBe(true);

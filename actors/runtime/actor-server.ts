@@ -182,7 +182,7 @@ export class ActorServer {
       let messages: Buffer[];
       try {
         messages = deframer.push(chunk);
-      } catch (err) {
+      } catch {
         close();
         stream.close(http2.constants.NGHTTP2_PROTOCOL_ERROR);
         return;

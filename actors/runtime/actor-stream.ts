@@ -64,7 +64,7 @@ export class ActorStream {
     session: http2.ClientHttp2Session,
     private readonly target: string,
     metadata: Record<string, string>,
-    private readonly handlers: StreamHandlers,
+    handlers: StreamHandlers,
   ) {
     const connect = protos().clawray.v1.ActorService.service.Connect;
     this.request = session.request({
