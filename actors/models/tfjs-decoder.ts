@@ -1,0 +1,382 @@
+/**
+ * The decoder family's forward pass in TensorFlow.js: the numerical reference the ONNX export
+ * is checked against and the model trainer shards differentiate. Conventions are exactly
+ * Hugging Face transformers' Qwen3 / Llama / Qwen2 (eager attention):
+ *
+ * - RMSNorm `x / sqrt(mean(x²) + eps) * w` in float32;
+ * - q/k/v projections (with bias when `attentionBias`), Qwen3's per-head q/k RMSNorm before
+ *   RoPE, non-interleaved ("rotate_half") RoPE with positions from `position_ids`;
+ * - grouped-query attention (query head h reads key/value head ⌊h / groups⌋), scores scaled
+ *   by 1/√headDim, causal over key slots [past…, new…] and masked by `attention_mask`;
+ * - SwiGLU MLP, final norm, `lm_head` (or the embedding matrix when tied).
+ *
+ * Weights live in `tf.Variable`s in their Hugging Face layout (a Linear's weight is
+ * [out, in]), addressable by their Hugging Face names. The key/value cache has the
+ * optimum/ONNX layout `[batch, kvHeads, len, headDim]` per layer.
+ */
+import * as tf from '@tensorflow/tfjs';
+import { type Dims, dims as dimsOf, type ModelConfig } from './model-config.js';
+import { layerPrefix, type TensorSpec, type WeightMap, weightSpecs } from './weight-names.js';
+
+/** One layer's cache: each `[batch, kvHeads, len, headDim]` (optimum's `past_key_values.N.key|value`). */
+export interface KvEntry {
+  key: tf.Tensor4D;
+  value: tf.Tensor4D;
+}
+export type KvCache = KvEntry[];
+
+/**
+ * How token ids become embeddings: `gather` (a lookup, fastest for inference) or `onehot`
+ * (one-hot × embedding matrix; the same numbers, and differentiable on backends such as wasm
+ * that have no gradient kernel for gather).
+ */
+export type EmbeddingMode = 'gather' | 'onehot';
+
+export interface ForwardInput {
+  /** [batch][seq] token ids of the new tokens. */
+  inputIds: number[][];
+  /** [batch][past + seq], 1 for real slots and 0 for padding. Default: all ones. */
+  attentionMask?: number[][];
+  /** [batch][seq] absolute positions of the new tokens. Default: past length + index. */
+  positionIds?: number[][];
+  /** The `present` of an earlier call (not disposed by this call). */
+  past?: KvCache;
+  /** Overrides the decoder's default embedding mode for this call. */
+  embedding?: EmbeddingMode;
+}
+
+export interface ForwardOutput {
+  /** [batch, seq, vocab] */
+  logits: tf.Tensor3D;
+  /** Per layer, the past concatenated with this call's keys/values: [batch, kvHeads, past + seq, headDim]. */
+  present: KvCache;
+}
+
+export interface TfjsDecoderOptions {
+  /** Default `gather`. */
+  embedding?: EmbeddingMode;
+  /** Whether the variables are trainable (default true). */
+  trainable?: boolean;
+}
+
+/** Added to the attention scores of slots a query may not see. */
+export const MASKED_SCORE = -1e9;
+
+/** Disposes every tensor of a cache. */
+export function disposeKvCache(cache: KvCache | undefined): void {
+  if (cache === undefined) return;
+  for (const entry of cache) {
+    entry.key.dispose();
+    entry.value.dispose();
+  }
+}
+
+/**
+ * RoPE's inverse frequencies as Hugging Face computes them in float32:
+ * `1 / theta^(2j / headDim)` for j < headDim / 2.
+ */
+export function ropeInvFreq(headDim: number, theta: number): Float32Array {
+  const half = headDim / 2;
+  const out = new Float32Array(half);
+  for (let j = 0; j < half; j++) {
+    const exponent = Math.fround((2 * j) / headDim);
+    out[j] = Math.fround(1 / Math.fround(theta ** exponent));
+  }
+  return out;
+}
+
+/**
+ * cos and sin of `position * inv_freq` for each [batch][seq] position, as flat
+ * [batch, seq, headDim / 2] arrays (the second half of HF's duplicated table is the same).
+ * The angle is rounded to float32 first, as HF's float32 matmul does.
+ */
+export function ropeTables(
+  positionIds: number[][],
+  headDim: number,
+  theta: number,
+): { cos: Float32Array; sin: Float32Array } {
+  const invFreq = ropeInvFreq(headDim, theta);
+  const half = headDim / 2;
+  const batch = positionIds.length;
+  const seq = positionIds[0]?.length ?? 0;
+  const cos = new Float32Array(batch * seq * half);
+  const sin = new Float32Array(batch * seq * half);
+  for (let b = 0; b < batch; b++) {
+    for (let i = 0; i < seq; i++) {
+      const pos = positionIds[b][i];
+      const base = (b * seq + i) * half;
+      for (let j = 0; j < half; j++) {
+        const angle = Math.fround(invFreq[j] * pos);
+        cos[base + j] = Math.cos(angle);
+        sin[base + j] = Math.sin(angle);
+      }
+    }
+  }
+  return { cos, sin };
+}
+
+/**
+ * Log-probabilities of `targets` under `logits`: [batch, seq, vocab] × [batch][seq] →
+ * [batch, seq]. Differentiable on every backend (one-hot selection, no gather).
+ */
+export function tokenLogprobs(logits: tf.Tensor3D, targets: number[][]): tf.Tensor2D {
+  return tf.tidy(() => {
+    const [batch, seq, vocab] = logits.shape;
+    const flat = targets.flat();
+    if (targets.length !== batch || flat.length !== batch * seq) {
+      throw new RangeError(`targets must be [${batch}][${seq}], got ${targets.length} rows of ${flat.length} ids`);
+    }
+    const logp = tf.logSoftmax(logits, -1);
+    const select = tf.oneHot(tf.tensor1d(flat, 'int32'), vocab).toFloat().reshape([batch, seq, vocab]);
+    return tf.sum(tf.mul(logp, select), -1) as tf.Tensor2D;
+  });
+}
+
+function rmsNorm(x: tf.Tensor, weight: tf.Tensor, eps: number): tf.Tensor {
+  const variance = tf.mean(tf.square(x), -1, true);
+  return tf.mul(tf.mul(x, tf.rsqrt(tf.add(variance, eps))), weight);
+}
+
+/** x · Wᵀ (+ b) with W in PyTorch's [out, in] layout; x is 2-D [rows, in]. */
+function linear(x: tf.Tensor2D, weight: tf.Tensor, bias?: tf.Tensor): tf.Tensor2D {
+  const y = tf.matMul(x, weight as tf.Tensor2D, false, true);
+  return bias === undefined ? y : tf.add(y, bias);
+}
+
+/** rotate_half RoPE on x [batch, seq, heads, headDim] with cos/sin [batch, seq, 1, headDim / 2]. */
+function applyRope(x: tf.Tensor, cos: tf.Tensor, sin: tf.Tensor): tf.Tensor {
+  const [x1, x2] = tf.split(x, 2, -1);
+  // x*cos + rotate_half(x)*sin, half by half: [x1*c - x2*s, x2*c + x1*s]
+  const first = tf.add(tf.mul(x1, cos), tf.mul(tf.neg(x2), sin));
+  const second = tf.add(tf.mul(x2, cos), tf.mul(x1, sin));
+  return tf.concat([first, second], -1);
+}
+
+function checkRectangular(name: string, rows: number[][], batch: number, width: number): void {
+  if (rows.length !== batch) throw new RangeError(`${name} has ${rows.length} rows, expected ${batch}`);
+  for (const [b, row] of rows.entries()) {
+    if (row.length !== width) throw new RangeError(`${name}[${b}] has length ${row.length}, expected ${width}`);
+  }
+}
+
+export class TfjsDecoder {
+  readonly config: ModelConfig;
+  readonly dims: Dims;
+  readonly embedding: EmbeddingMode;
+  private readonly vars = new Map<string, tf.Variable>();
+  private readonly specs: TensorSpec[];
+  private disposed = false;
+
+  constructor(config: ModelConfig, weights: WeightMap, options: TfjsDecoderOptions = {}) {
+    this.config = config;
+    this.dims = dimsOf(config);
+    this.embedding = options.embedding ?? 'gather';
+    if (this.dims.headDim % 2 !== 0) throw new RangeError(`head_dim must be even for RoPE, got ${this.dims.headDim}`);
+    this.specs = weightSpecs(this.dims);
+    this.checkWeights(weights);
+    const trainable = options.trainable ?? true;
+    for (const spec of this.specs) {
+      const data = weights.get(spec.name)!;
+      const variable = tf.tidy(() => tf.variable(tf.tensor(data, spec.shape, 'float32'), trainable));
+      this.vars.set(spec.name, variable);
+    }
+  }
+
+  /** The variables by Hugging Face tensor name, in `weightSpecs` order. */
+  get variables(): ReadonlyMap<string, tf.Variable> {
+    return this.vars;
+  }
+
+  /** One variable by its Hugging Face name. */
+  variable(name: string): tf.Variable {
+    const v = this.vars.get(name);
+    if (v === undefined) throw new RangeError(`no tensor named ${name} in this model`);
+    return v;
+  }
+
+  /** Replaces every variable's value (same names and sizes as the constructor's weights). */
+  assignWeights(weights: WeightMap): void {
+    this.checkWeights(weights);
+    for (const spec of this.specs) {
+      const value = tf.tensor(weights.get(spec.name)!, spec.shape, 'float32');
+      this.vars.get(spec.name)!.assign(value);
+      value.dispose();
+    }
+  }
+
+  /** A copy of the current values, by Hugging Face name. */
+  readWeights(): WeightMap {
+    const out: WeightMap = new Map();
+    for (const [name, v] of this.vars) out.set(name, Float32Array.from(v.dataSync() as Float32Array));
+    return out;
+  }
+
+  forward(input: ForwardInput): ForwardOutput {
+    if (this.disposed) throw new Error('TfjsDecoder was disposed');
+    const d = this.dims;
+    const { inputIds, past } = input;
+    const batch = inputIds.length;
+    const seq = inputIds[0]?.length ?? 0;
+    if (batch === 0 || seq === 0) throw new RangeError('inputIds must be a non-empty [batch][seq] array');
+    checkRectangular('inputIds', inputIds, batch, seq);
+    for (const row of inputIds) {
+      for (const id of row) {
+        if (!Number.isInteger(id) || id < 0 || id >= d.vocab) {
+          throw new RangeError(`token id ${id} is outside the vocabulary [0, ${d.vocab})`);
+        }
+      }
+    }
+    let pastLen = 0;
+    if (past !== undefined && past.length > 0) {
+      if (past.length !== d.layers) throw new RangeError(`past has ${past.length} layers, expected ${d.layers}`);
+      const [pb, ph, pl, pd] = past[0].key.shape;
+      if (pb !== batch || ph !== d.kvHeads || pd !== d.headDim) {
+        throw new RangeError(`past key shape [${past[0].key.shape}] does not fit batch ${batch}, ${d.kvHeads} kv heads of ${d.headDim}`);
+      }
+      pastLen = pl;
+    }
+    const total = pastLen + seq;
+    const attentionMask = input.attentionMask;
+    if (attentionMask !== undefined) checkRectangular('attentionMask', attentionMask, batch, total);
+    const positionIds = input.positionIds ?? inputIds.map((row) => row.map((_, i) => pastLen + i));
+    checkRectangular('positionIds', positionIds, batch, seq);
+    const mode = input.embedding ?? this.embedding;
+
+    // Additive mask [batch, 1, seq, total]: query i sits in slot pastLen + i.
+    const maskData = new Float32Array(batch * seq * total);
+    for (let b = 0; b < batch; b++) {
+      for (let i = 0; i < seq; i++) {
+        const base = (b * seq + i) * total;
+        for (let s = 0; s < total; s++) {
+          const visible = s <= pastLen + i && (attentionMask === undefined || attentionMask[b][s] !== 0);
+          if (!visible) maskData[base + s] = MASKED_SCORE;
+        }
+      }
+    }
+    const rope = ropeTables(positionIds, d.headDim, d.ropeTheta);
+
+    return tf.tidy(() => {
+      const mask = tf.tensor4d(maskData, [batch, 1, seq, total]);
+      const cos = tf.tensor4d(rope.cos, [batch, seq, 1, d.headDim / 2]);
+      const sin = tf.tensor4d(rope.sin, [batch, seq, 1, d.headDim / 2]);
+      const embed = this.vars.get('model.embed_tokens.weight')!;
+      const ids = tf.tensor1d(inputIds.flat(), 'int32');
+      let h: tf.Tensor2D =
+        mode === 'gather'
+          ? (tf.gather(embed, ids) as tf.Tensor2D)
+          : tf.matMul(tf.oneHot(ids, d.vocab).toFloat(), embed as tf.Tensor2D);
+      const present: KvCache = [];
+      for (let l = 0; l < d.layers; l++) {
+        const entry = past !== undefined && past.length > 0 ? past[l] : undefined;
+        const [attnOut, kv] = this.attention(l, rmsNorm(h, this.w(`${layerPrefix(l)}.input_layernorm.weight`), d.eps) as tf.Tensor2D, {
+          batch,
+          seq,
+          mask,
+          cos,
+          sin,
+          past: entry,
+        });
+        present.push(kv);
+        h = tf.add(h, attnOut);
+        h = tf.add(h, this.mlp(l, rmsNorm(h, this.w(`${layerPrefix(l)}.post_attention_layernorm.weight`), d.eps) as tf.Tensor2D));
+      }
+      const normed = rmsNorm(h, this.w('model.norm.weight'), d.eps) as tf.Tensor2D;
+      const head = d.tied ? embed : this.w('lm_head.weight');
+      const logits = linear(normed, head).reshape([batch, seq, d.vocab]) as tf.Tensor3D;
+      return { logits, present };
+    });
+  }
+
+  /**
+   * Log-probabilities of `tokenIds[t]` given `tokenIds[0..t)` for every t ≥ `fromIndex`
+   * (so `fromIndex` ≥ 1; pass the prompt length to score a completion). Returns
+   * `tokenIds.length - fromIndex` numbers.
+   */
+  logprobsOf(tokenIds: number[], fromIndex: number): number[] {
+    const n = tokenIds.length;
+    if (!Number.isInteger(fromIndex) || fromIndex < 1 || fromIndex > n) {
+      throw new RangeError(`fromIndex must be in [1, ${n}], got ${fromIndex}`);
+    }
+    if (fromIndex === n) return [];
+    const out = tf.tidy(() => {
+      // The last token's logits predict nothing here; causality makes the rest identical.
+      const { logits } = this.forward({ inputIds: [tokenIds.slice(0, n - 1)] });
+      const wanted = logits.slice([0, fromIndex - 1, 0], [1, n - fromIndex, this.dims.vocab]);
+      return tokenLogprobs(wanted, [tokenIds.slice(fromIndex)]);
+    });
+    const values = Array.from(out.dataSync());
+    out.dispose();
+    return values;
+  }
+
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    for (const v of this.vars.values()) v.dispose();
+    this.vars.clear();
+  }
+
+  private w(name: string): tf.Variable {
+    return this.vars.get(name)!;
+  }
+
+  private checkWeights(weights: WeightMap): void {
+    for (const spec of this.specs) {
+      const data = weights.get(spec.name);
+      const size = spec.shape.reduce((a, b) => a * b, 1);
+      if (data === undefined) throw new RangeError(`weights lack ${spec.name}`);
+      if (data.length !== size) {
+        throw new RangeError(`${spec.name} has ${data.length} values, expected ${size} ([${spec.shape.join(', ')}])`);
+      }
+    }
+  }
+
+  /** Self-attention of layer l on x [batch*seq, hidden]; returns the o_proj output and the layer's present. */
+  private attention(
+    l: number,
+    x: tf.Tensor2D,
+    ctx: { batch: number; seq: number; mask: tf.Tensor; cos: tf.Tensor; sin: tf.Tensor; past?: KvEntry },
+  ): [tf.Tensor2D, KvEntry] {
+    const d = this.dims;
+    const { batch, seq } = ctx;
+    const p = `${layerPrefix(l)}.self_attn`;
+    const bias = (name: string) => (d.attentionBias ? this.w(`${p}.${name}.bias`) : undefined);
+    let q: tf.Tensor = linear(x, this.w(`${p}.q_proj.weight`), bias('q_proj')).reshape([batch, seq, d.heads, d.headDim]);
+    let k: tf.Tensor = linear(x, this.w(`${p}.k_proj.weight`), bias('k_proj')).reshape([batch, seq, d.kvHeads, d.headDim]);
+    const v = linear(x, this.w(`${p}.v_proj.weight`), bias('v_proj')).reshape([batch, seq, d.kvHeads, d.headDim]);
+    if (d.qkNorm) {
+      q = rmsNorm(q, this.w(`${p}.q_norm.weight`), d.eps);
+      k = rmsNorm(k, this.w(`${p}.k_norm.weight`), d.eps);
+    }
+    q = applyRope(q, ctx.cos, ctx.sin);
+    k = applyRope(k, ctx.cos, ctx.sin);
+    // [batch, heads, seq, headDim]
+    const qh = tf.transpose(q, [0, 2, 1, 3]);
+    let key = tf.transpose(k, [0, 2, 1, 3]) as tf.Tensor4D;
+    let value = tf.transpose(v, [0, 2, 1, 3]) as tf.Tensor4D;
+    if (ctx.past !== undefined) {
+      key = tf.concat([ctx.past.key, key], 2);
+      value = tf.concat([ctx.past.value, value], 2);
+    }
+    const total = key.shape[2];
+    // Query heads grouped under their kv head: [batch, kvHeads, groups*seq, headDim].
+    const qg = qh.reshape([batch, d.kvHeads, d.groups * seq, d.headDim]) as tf.Tensor4D;
+    const scores = tf.mul(tf.matMul(qg, key, false, true), 1 / Math.sqrt(d.headDim));
+    const masked = tf.add(scores.reshape([batch, d.heads, seq, total]), ctx.mask);
+    const probs = tf.softmax(masked, -1).reshape([batch, d.kvHeads, d.groups * seq, total]) as tf.Tensor4D;
+    const attn = tf
+      .matMul(probs, value)
+      .reshape([batch, d.heads, seq, d.headDim])
+      .transpose([0, 2, 1, 3])
+      .reshape([batch * seq, d.heads * d.headDim]) as tf.Tensor2D;
+    return [linear(attn, this.w(`${p}.o_proj.weight`)), { key, value }];
+  }
+
+  private mlp(l: number, x: tf.Tensor2D): tf.Tensor2D {
+    const p = `${layerPrefix(l)}.mlp`;
+    const gate = linear(x, this.w(`${p}.gate_proj.weight`));
+    const up = linear(x, this.w(`${p}.up_proj.weight`));
+    const act = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up) as tf.Tensor2D;
+    return linear(act, this.w(`${p}.down_proj.weight`));
+  }
+}

@@ -1,0 +1,381 @@
+/**
+ * The rollout engine: generation with a KV cache on an ONNX decoder, with dynamic batching
+ * (requests join and leave between decode steps, per-sequence caches repacked only when the
+ * batch changes), a bounded queue, exact token ids and logprobs on every output, teacher
+ * scoring (`computeLogprobs`) and weight swaps that never fail a request.
+ */
+import { ClawrayError, ConfigError } from '../../common/errors.js';
+import { KvBatch, type SequenceKv } from './kv-batch.js';
+import type { OnnxDecoder } from './onnx-decoder.js';
+import { DEFAULT_SAMPLING, logSoftmax, type Sampled, type SamplingParams, sample, seededRandom, topLogprobs } from './sampler.js';
+
+/** The queue is full: the caller should back off and retry. */
+export class EngineBusyError extends ClawrayError {
+  override readonly retryable = true;
+}
+
+export interface GenerateRequest {
+  promptTokenIds: number[];
+  /** Default 256. */
+  maxTokens?: number;
+  temperature?: number;
+  topP?: number;
+  topK?: number;
+  /** Makes sampling reproducible. */
+  seed?: number;
+  /** Generation ends once the decoded text contains one of these (it is cut off). */
+  stop?: string[];
+  /** Token ids that end generation besides the model's end-of-sequence ids. */
+  stopTokenIds?: number[];
+  /** Also return the k most likely tokens at each step (OpenAI `top_logprobs`). */
+  topLogprobs?: number;
+  /** Called for every generated token as it is sampled (streaming). */
+  onToken?: (token: Sampled) => void;
+}
+
+export type FinishReason = 'stop' | 'length';
+
+export interface GenerateResult {
+  promptTokenIds: number[];
+  /** Exactly the sampled ids (no re-tokenization anywhere downstream). */
+  tokenIds: number[];
+  /** Logprob of each sampled token (see sampler.ts for the distribution). */
+  logprobs: number[];
+  topLogprobs?: Sampled[][];
+  finishReason: FinishReason;
+  /** The weight version every token of this output was sampled with. */
+  weightVersion: number;
+  /** Decoded text when the engine has a detokenizer (stop strings cut). */
+  text?: string;
+}
+
+export interface RolloutEngineOptions {
+  /** Sequences decoding together. Default 16. */
+  maxBatchSize?: number;
+  /** Requests waiting for a batch slot before `generate` rejects with EngineBusyError. Default 1024. */
+  maxQueue?: number;
+  eosTokenIds: number[];
+  /** Longest sequence (prompt + output). */
+  maxContext: number;
+  /** Needed for stop strings and `text`. */
+  detokenize?: (ids: number[]) => string;
+  /** On a weight swap: let in-flight sequences finish on the old weights, or restart them on the new ones. Default 'finish'. */
+  swapMode?: 'finish' | 'requeue';
+  weightVersion?: number;
+  /** Loads a decoder for new weights (the engine stays on the old one until it is ready). */
+  reload?: (tensors: Map<string, Float32Array>) => Promise<OnnxDecoder>;
+  observer?: EngineObserver;
+}
+
+/** Hooks for metrics. */
+export interface EngineObserver {
+  onStep?(batchSize: number, seconds: number): void;
+  onFirstToken?(seconds: number): void;
+  onFinished?(result: GenerateResult): void;
+  onSwap?(version: number, seconds: number): void;
+}
+
+interface Sequence {
+  request: Required<Pick<GenerateRequest, 'maxTokens'>> & GenerateRequest;
+  params: SamplingParams;
+  random: () => number;
+  tokens: number[];
+  logprobs: number[];
+  top: Sampled[][];
+  /** The cache when the sequence is not inside the batch. */
+  own?: SequenceKv;
+  version: number;
+  startedAt: number;
+  resolve(result: GenerateResult): void;
+  reject(err: Error): void;
+}
+
+export class RolloutEngine {
+  private decoder: OnnxDecoder;
+  private readonly queue: Sequence[] = [];
+  private members: Sequence[] = [];
+  private readonly batch: KvBatch;
+  private running = false;
+  private version: number;
+  private swap?: { version: number; decoder: Promise<OnnxDecoder>; done: () => void; failed: (e: Error) => void; started: number };
+  private readonly maxBatch: number;
+  private readonly maxQueue: number;
+
+  constructor(
+    decoder: OnnxDecoder,
+    private readonly options: RolloutEngineOptions,
+  ) {
+    this.decoder = decoder;
+    this.batch = new KvBatch(decoder.layout);
+    this.maxBatch = options.maxBatchSize ?? 16;
+    this.maxQueue = options.maxQueue ?? 1024;
+    this.version = options.weightVersion ?? 0;
+  }
+
+  get weightVersion(): number {
+    return this.version;
+  }
+
+  get provider(): string {
+    return this.decoder.provider;
+  }
+
+  get queueDepth(): number {
+    return this.queue.length;
+  }
+
+  get batchSize(): number {
+    return this.members.length;
+  }
+
+  generate(request: GenerateRequest): Promise<GenerateResult> {
+    const maxTokens = request.maxTokens ?? 256;
+    const vocab = this.decoder.layout.vocab;
+    if (request.promptTokenIds.length === 0) return Promise.reject(new ConfigError('promptTokenIds is empty'));
+    const bad = request.promptTokenIds.find((t) => !Number.isInteger(t) || t < 0 || t >= vocab);
+    if (bad !== undefined) return Promise.reject(new ConfigError(`prompt token id ${bad} is outside the vocabulary (0..${vocab - 1})`));
+    if (!Number.isInteger(maxTokens) || maxTokens < 1) return Promise.reject(new ConfigError('maxTokens must be a whole number ≥ 1'));
+    if (request.promptTokenIds.length + maxTokens > this.options.maxContext) {
+      return Promise.reject(
+        new ConfigError(
+          `prompt (${request.promptTokenIds.length} tokens) + maxTokens (${maxTokens}) exceeds the model's context of ${this.options.maxContext}`,
+        ),
+      );
+    }
+    if (request.stop?.length && !this.options.detokenize) {
+      return Promise.reject(new ConfigError('stop strings need an engine with a tokenizer'));
+    }
+    if (this.queue.length >= this.maxQueue) {
+      return Promise.reject(new EngineBusyError(`the rollout engine queue is full (${this.maxQueue} waiting); retry later`));
+    }
+    return new Promise((resolve, reject) => {
+      this.queue.push({
+        request: { ...request, maxTokens },
+        params: {
+          temperature: request.temperature ?? DEFAULT_SAMPLING.temperature,
+          topP: request.topP ?? DEFAULT_SAMPLING.topP,
+          topK: request.topK ?? DEFAULT_SAMPLING.topK,
+        },
+        random: seededRandom(request.seed ?? Math.floor(Math.random() * 2 ** 32)),
+        tokens: [],
+        logprobs: [],
+        top: [],
+        version: this.version,
+        startedAt: performance.now(),
+        resolve,
+        reject,
+      });
+      this.kick();
+    });
+  }
+
+  /**
+   * Logprob of each given token after the ones before it (teacher scoring for on-policy
+   * distillation), for positions `fromIndex` (≥ 1) to the end.
+   */
+  async computeLogprobs(tokenIds: number[], fromIndex = 1): Promise<number[]> {
+    if (fromIndex < 1 || fromIndex > tokenIds.length) {
+      throw new ConfigError(`fromIndex must be between 1 and ${tokenIds.length} (the first token has no logprob)`);
+    }
+    const { layers, vocab } = this.decoder.layout;
+    const n = tokenIds.length;
+    const out = await this.decoder.step({
+      batch: 1,
+      seq: n,
+      past: 0,
+      inputIds: BigInt64Array.from(tokenIds, BigInt),
+      attentionMask: new BigInt64Array(n).fill(1n),
+      positionIds: BigInt64Array.from({ length: n }, (_, i) => BigInt(i)),
+      pastKv: Array.from({ length: layers * 2 }, () => new Float32Array(0)),
+    });
+    const result: number[] = [];
+    for (let i = fromIndex; i < n; i++) {
+      const row = out.logits.subarray((i - 1) * vocab, i * vocab);
+      result.push(logSoftmax(row)[tokenIds[i]]);
+    }
+    return result;
+  }
+
+  /**
+   * Swaps to new weights. Admission pauses; in-flight sequences finish on the old weights
+   * (`swapMode` 'finish') or go back to the queue to restart on the new ones ('requeue');
+   * requests arriving meanwhile wait. Resolves once the new version serves.
+   */
+  updateWeights(version: number, tensors: Map<string, Float32Array>): Promise<void> {
+    if (!this.options.reload) return Promise.reject(new ConfigError('this engine was built without a way to load new weights'));
+    if (this.swap) return Promise.reject(new ConfigError(`a swap to version ${this.swap.version} is already in progress`));
+    return new Promise((resolve, reject) => {
+      this.swap = {
+        version,
+        decoder: this.options.reload!(tensors),
+        done: resolve,
+        failed: reject,
+        started: performance.now(),
+      };
+      // Keep a rejected load from being reported as unhandled before the loop awaits it.
+      this.swap.decoder.catch(() => {});
+      this.kick();
+    });
+  }
+
+  private kick(): void {
+    if (this.running) return;
+    this.running = true;
+    void this.loop()
+      .catch((err: Error) => this.failAll(err))
+      .finally(() => {
+        this.running = false;
+        if (this.queue.length > 0 || this.swap) this.kick();
+      });
+  }
+
+  private async loop(): Promise<void> {
+    for (;;) {
+      if (this.swap) {
+        if (this.options.swapMode === 'requeue' && this.members.length > 0) this.requeueMembers();
+        if (this.members.length === 0) await this.applySwap();
+      }
+      const admitted: Sequence[] = [];
+      while (!this.swap && this.members.length + admitted.length < this.maxBatch && this.queue.length > 0) {
+        const seq = this.queue.shift()!;
+        if (await this.prefill(seq)) admitted.push(seq);
+      }
+      if (admitted.length > 0) this.repack([...this.members, ...admitted]);
+      if (this.members.length === 0) {
+        if (this.swap || this.queue.length > 0) continue;
+        return;
+      }
+      await this.decodeStep();
+    }
+  }
+
+  private async applySwap(): Promise<void> {
+    const swap = this.swap!;
+    try {
+      const next = await swap.decoder;
+      const old = this.decoder;
+      this.decoder = next;
+      this.version = swap.version;
+      for (const seq of this.queue) seq.version = swap.version;
+      await old.release();
+      this.options.observer?.onSwap?.(swap.version, (performance.now() - swap.started) / 1000);
+      this.swap = undefined;
+      swap.done();
+    } catch (err) {
+      this.swap = undefined;
+      swap.failed(err as Error);
+    }
+  }
+
+  /** Runs the prompt through the model and samples the first token; false when already done. */
+  private async prefill(seq: Sequence): Promise<boolean> {
+    const { layers } = this.decoder.layout;
+    const prompt = seq.request.promptTokenIds;
+    const n = prompt.length;
+    const out = await this.decoder.step({
+      batch: 1,
+      seq: n,
+      past: 0,
+      inputIds: BigInt64Array.from(prompt, BigInt),
+      attentionMask: new BigInt64Array(n).fill(1n),
+      positionIds: BigInt64Array.from({ length: n }, (_, i) => BigInt(i)),
+      pastKv: Array.from({ length: layers * 2 }, () => new Float32Array(0)),
+    });
+    seq.version = this.version;
+    seq.own = { len: n, kv: out.presentKv };
+    const vocab = this.decoder.layout.vocab;
+    this.options.observer?.onFirstToken?.((performance.now() - seq.startedAt) / 1000);
+    return !this.accept(seq, out.logits.subarray((n - 1) * vocab, n * vocab));
+  }
+
+  private async decodeStep(): Promise<void> {
+    const started = performance.now();
+    const { vocab } = this.decoder.layout;
+    const members = this.members;
+    const batch = members.length;
+    const out = await this.decoder.step({
+      batch,
+      seq: 1,
+      past: this.batch.past,
+      inputIds: BigInt64Array.from(members, (s) => BigInt(s.tokens[s.tokens.length - 1])),
+      attentionMask: this.batch.stepMask(),
+      positionIds: BigInt64Array.from(members, (s) => BigInt(s.request.promptTokenIds.length + s.tokens.length - 1)),
+      pastKv: this.batch.kv,
+    });
+    this.batch.advance(out.presentKv);
+    this.options.observer?.onStep?.(batch, (performance.now() - started) / 1000);
+    const staying: Sequence[] = [];
+    members.forEach((seq, b) => {
+      if (!this.accept(seq, out.logits.subarray(b * vocab, (b + 1) * vocab))) staying.push(seq);
+    });
+    if (staying.length !== members.length) this.repack(staying);
+  }
+
+  /** Samples the next token; true when the sequence has finished (and was resolved). */
+  private accept(seq: Sequence, logits: Float32Array): boolean {
+    const picked = sample(logits, seq.params, seq.random);
+    seq.tokens.push(picked.tokenId);
+    seq.logprobs.push(picked.logprob);
+    if (seq.request.topLogprobs) seq.top.push(topLogprobs(logits, seq.request.topLogprobs, seq.params.temperature));
+    seq.request.onToken?.(picked);
+    let finish: GenerateResult['finishReason'] | undefined;
+    let text: string | undefined;
+    if (this.options.eosTokenIds.includes(picked.tokenId) || seq.request.stopTokenIds?.includes(picked.tokenId)) finish = 'stop';
+    if (this.options.detokenize) {
+      text = this.options.detokenize(seq.tokens);
+      const hit = seq.request.stop?.map((s) => text!.indexOf(s)).filter((i) => i >= 0);
+      if (hit && hit.length > 0) {
+        text = text.slice(0, Math.min(...hit));
+        finish = 'stop';
+      }
+    }
+    if (!finish && seq.tokens.length >= seq.request.maxTokens) finish = 'length';
+    if (!finish) return false;
+    const result: GenerateResult = {
+      promptTokenIds: seq.request.promptTokenIds,
+      tokenIds: seq.tokens,
+      logprobs: seq.logprobs,
+      finishReason: finish,
+      weightVersion: seq.version,
+      ...(seq.request.topLogprobs ? { topLogprobs: seq.top } : {}),
+      ...(text !== undefined ? { text } : {}),
+    };
+    seq.own = undefined;
+    this.options.observer?.onFinished?.(result);
+    seq.resolve(result);
+    return true;
+  }
+
+  /** Rebuilds the batch cache for a new set of members. */
+  private repack(next: Sequence[]): void {
+    this.members.forEach((seq, i) => {
+      if (next.includes(seq)) seq.own = this.batch.extract(i);
+    });
+    this.batch.pack(next.map((s) => s.own!));
+    for (const seq of next) seq.own = undefined;
+    this.members = next;
+  }
+
+  /** 'requeue' swap: in-flight sequences start over on the new weights. */
+  private requeueMembers(): void {
+    for (const seq of this.members.reverse()) {
+      seq.tokens = [];
+      seq.logprobs = [];
+      seq.top = [];
+      seq.own = undefined;
+      this.queue.unshift(seq);
+    }
+    this.members = [];
+    this.batch.pack([]);
+  }
+
+  private failAll(err: Error): void {
+    for (const seq of [...this.members, ...this.queue.splice(0)]) seq.reject(err);
+    this.members = [];
+  }
+
+  async close(): Promise<void> {
+    this.failAll(new ConfigError('the rollout engine was closed'));
+    await this.decoder.release();
+  }
+}

@@ -1,0 +1,88 @@
+/**
+ * Picks the next token from a row of logits: temperature, top-k, top-p (nucleus), seeded.
+ * The logprob returned is the sampled token's log-probability under the temperature-scaled
+ * distribution before top-k/top-p truncation, which is what a trainer recomputes from the
+ * same logits at the same temperature; with temperature 0 (greedy) it is under the raw
+ * distribution.
+ */
+
+export interface SamplingParams {
+  /** 0 is greedy. Default 1. */
+  temperature: number;
+  /** Keep the smallest set of tokens whose probability reaches topP. Default 1 (off). */
+  topP: number;
+  /** Keep the k most likely tokens; 0 is off. Default 0. */
+  topK: number;
+}
+
+export const DEFAULT_SAMPLING: SamplingParams = { temperature: 1, topP: 1, topK: 0 };
+
+/** Mulberry32: small, fast, good enough for sampling, and reproducible from a seed. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** log-softmax of `logits / temperature` at every index (temperature 0 → 1). */
+export function logSoftmax(logits: ArrayLike<number>, temperature = 1): Float64Array {
+  const t = temperature > 0 ? temperature : 1;
+  const out = new Float64Array(logits.length);
+  let max = Number.NEGATIVE_INFINITY;
+  for (let i = 0; i < logits.length; i++) {
+    out[i] = logits[i] / t;
+    if (out[i] > max) max = out[i];
+  }
+  let sum = 0;
+  for (let i = 0; i < out.length; i++) sum += Math.exp(out[i] - max);
+  const logZ = max + Math.log(sum);
+  for (let i = 0; i < out.length; i++) out[i] -= logZ;
+  return out;
+}
+
+export interface Sampled {
+  tokenId: number;
+  logprob: number;
+}
+
+export function sample(logits: ArrayLike<number>, params: SamplingParams, random: () => number): Sampled {
+  const logp = logSoftmax(logits, params.temperature);
+  if (params.temperature <= 0) {
+    let best = 0;
+    for (let i = 1; i < logp.length; i++) if (logp[i] > logp[best]) best = i;
+    return { tokenId: best, logprob: logp[best] };
+  }
+  // Candidates sorted by probability; truncation only narrows where we draw from.
+  let order = Array.from(logp.keys()).sort((a, b) => logp[b] - logp[a]);
+  if (params.topK > 0 && params.topK < order.length) order = order.slice(0, params.topK);
+  if (params.topP < 1) {
+    let mass = 0;
+    let keep = 0;
+    while (keep < order.length && (keep === 0 || mass < params.topP)) mass += Math.exp(logp[order[keep++]]);
+    order = order.slice(0, keep);
+  }
+  let total = 0;
+  for (const i of order) total += Math.exp(logp[i]);
+  let r = random() * total;
+  for (const i of order) {
+    r -= Math.exp(logp[i]);
+    if (r <= 0) return { tokenId: i, logprob: logp[i] };
+  }
+  const last = order[order.length - 1];
+  return { tokenId: last, logprob: logp[last] };
+}
+
+/** The k most likely tokens with their logprobs (for OpenAI's `top_logprobs`). */
+export function topLogprobs(logits: ArrayLike<number>, k: number, temperature = 1): Sampled[] {
+  if (k <= 0) return [];
+  const logp = logSoftmax(logits, temperature);
+  return Array.from(logp.keys())
+    .sort((a, b) => logp[b] - logp[a])
+    .slice(0, k)
+    .map((tokenId) => ({ tokenId, logprob: logp[tokenId] }));
+}
