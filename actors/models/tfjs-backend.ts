@@ -80,7 +80,8 @@ async function trySet(name: TfjsBackendName): Promise<boolean> {
  * was really chosen.
  */
 export async function selectBackend(preferred?: TfjsBackendName): Promise<TfjsBackendName> {
-  const order = preferred === undefined ? DEFAULT_ORDER : [preferred, ...DEFAULT_ORDER.filter((n) => n !== preferred)];
+  const order =
+    preferred === undefined ? DEFAULT_ORDER : [preferred, ...DEFAULT_ORDER.filter((n) => n !== preferred)];
   for (const name of order) {
     if (await trySet(name)) {
       await tf.ready();

@@ -94,7 +94,9 @@ function referenceLogits(
   const result: number[][][] = [];
   for (let b = 0; b < inputIds.length; b++) {
     const T = inputIds[b].length;
-    let hs: number[][] = inputIds[b].map((id) => Array.from(embed.subarray(id * d.hidden, (id + 1) * d.hidden)));
+    let hs: number[][] = inputIds[b].map((id) =>
+      Array.from(embed.subarray(id * d.hidden, (id + 1) * d.hidden)),
+    );
     for (let l = 0; l < d.layers; l++) {
       const p = layerPrefix(l);
       const a = `${p}.self_attn`;
@@ -180,7 +182,10 @@ function toNested(t: tf.Tensor3D): number[][][] {
   return out;
 }
 
-function microConfig(modelType: 'qwen3' | 'llama' | 'qwen2', extra: Record<string, unknown> = {}): ModelConfig {
+function microConfig(
+  modelType: 'qwen3' | 'llama' | 'qwen2',
+  extra: Record<string, unknown> = {},
+): ModelConfig {
   return modelConfigSchema.parse({
     model_type: modelType,
     vocab_size: 5,
@@ -227,7 +232,10 @@ describe.each(backends)('TfjsDecoder on %s', (wanted) => {
 
   const cases: Array<[string, ModelConfig]> = [
     ['qwen3 (q/k norm, tied)', microConfig('qwen3', { tie_word_embeddings: true })],
-    ['llama (attention bias, untied)', microConfig('llama', { attention_bias: true, tie_word_embeddings: false })],
+    [
+      'llama (attention bias, untied)',
+      microConfig('llama', { attention_bias: true, tie_word_embeddings: false }),
+    ],
     ['qwen2 (default bias, untied)', microConfig('qwen2', { tie_word_embeddings: false })],
   ];
 
@@ -441,7 +449,10 @@ describe.each(backends)('TfjsDecoder on %s', (wanted) => {
     const model = new TfjsDecoder(config, w1);
     expect([...model.variables.keys()]).toEqual(weightSpecs(d).map((s) => s.name));
     expect(model.variable('model.norm.weight').shape).toEqual([d.hidden]);
-    expect(model.variable('model.layers.1.self_attn.q_proj.weight').shape).toEqual([d.heads * d.headDim, d.hidden]);
+    expect(model.variable('model.layers.1.self_attn.q_proj.weight').shape).toEqual([
+      d.heads * d.headDim,
+      d.hidden,
+    ]);
     expect(() => model.variable('lm_head.weight')).toThrow(RangeError);
     model.assignWeights(w2);
     const back = model.readWeights();

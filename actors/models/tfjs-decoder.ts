@@ -124,7 +124,9 @@ export function tokenLogprobs(logits: tf.Tensor3D, targets: number[][]): tf.Tens
     const [batch, seq, vocab] = logits.shape;
     const flat = targets.flat();
     if (targets.length !== batch || flat.length !== batch * seq) {
-      throw new RangeError(`targets must be [${batch}][${seq}], got ${targets.length} rows of ${flat.length} ids`);
+      throw new RangeError(
+        `targets must be [${batch}][${seq}], got ${targets.length} rows of ${flat.length} ids`,
+      );
     }
     const logp = tf.logSoftmax(logits, -1);
     const select = tf.oneHot(tf.tensor1d(flat, 'int32'), vocab).toFloat().reshape([batch, seq, vocab]);
@@ -155,7 +157,9 @@ function applyRope(x: tf.Tensor, cos: tf.Tensor, sin: tf.Tensor): tf.Tensor {
 function checkRectangular(name: string, rows: number[][], batch: number, width: number): void {
   if (rows.length !== batch) throw new RangeError(`${name} has ${rows.length} rows, expected ${batch}`);
   for (const [b, row] of rows.entries()) {
-    if (row.length !== width) throw new RangeError(`${name}[${b}] has length ${row.length}, expected ${width}`);
+    if (row.length !== width) {
+      throw new RangeError(`${name}[${b}] has length ${row.length}, expected ${width}`);
+    }
   }
 }
 
@@ -171,7 +175,9 @@ export class TfjsDecoder {
     this.config = config;
     this.dims = dimsOf(config);
     this.embedding = options.embedding ?? 'gather';
-    if (this.dims.headDim % 2 !== 0) throw new RangeError(`head_dim must be even for RoPE, got ${this.dims.headDim}`);
+    if (this.dims.headDim % 2 !== 0) {
+      throw new RangeError(`head_dim must be even for RoPE, got ${this.dims.headDim}`);
+    }
     this.specs = weightSpecs(this.dims);
     this.checkWeights(weights);
     const trainable = options.trainable ?? true;
@@ -228,10 +234,14 @@ export class TfjsDecoder {
     }
     let pastLen = 0;
     if (past !== undefined && past.length > 0) {
-      if (past.length !== d.layers) throw new RangeError(`past has ${past.length} layers, expected ${d.layers}`);
+      if (past.length !== d.layers) {
+        throw new RangeError(`past has ${past.length} layers, expected ${d.layers}`);
+      }
       const [pb, ph, pl, pd] = past[0].key.shape;
       if (pb !== batch || ph !== d.kvHeads || pd !== d.headDim) {
-        throw new RangeError(`past key shape [${past[0].key.shape}] does not fit batch ${batch}, ${d.kvHeads} kv heads of ${d.headDim}`);
+        throw new RangeError(
+          `past key shape [${past[0].key.shape}] does not fit batch ${batch}, ${d.kvHeads} kv heads of ${d.headDim}`,
+        );
       }
       pastLen = pl;
     }
@@ -268,17 +278,13 @@ export class TfjsDecoder {
       const present: KvCache = [];
       for (let l = 0; l < d.layers; l++) {
         const entry = past !== undefined && past.length > 0 ? past[l] : undefined;
-        const [attnOut, kv] = this.attention(l, rmsNorm(h, this.w(`${layerPrefix(l)}.input_layernorm.weight`), d.eps) as tf.Tensor2D, {
-          batch,
-          seq,
-          mask,
-          cos,
-          sin,
-          past: entry,
-        });
+        const p = layerPrefix(l);
+        const x1 = rmsNorm(h, this.w(`${p}.input_layernorm.weight`), d.eps) as tf.Tensor2D;
+        const [attnOut, kv] = this.attention(l, x1, { batch, seq, mask, cos, sin, past: entry });
         present.push(kv);
         h = tf.add(h, attnOut);
-        h = tf.add(h, this.mlp(l, rmsNorm(h, this.w(`${layerPrefix(l)}.post_attention_layernorm.weight`), d.eps) as tf.Tensor2D));
+        const x2 = rmsNorm(h, this.w(`${p}.post_attention_layernorm.weight`), d.eps) as tf.Tensor2D;
+        h = tf.add(h, this.mlp(l, x2));
       }
       const normed = rmsNorm(h, this.w('model.norm.weight'), d.eps) as tf.Tensor2D;
       const head = d.tied ? embed : this.w('lm_head.weight');
@@ -326,7 +332,9 @@ export class TfjsDecoder {
       const size = spec.shape.reduce((a, b) => a * b, 1);
       if (data === undefined) throw new RangeError(`weights lack ${spec.name}`);
       if (data.length !== size) {
-        throw new RangeError(`${spec.name} has ${data.length} values, expected ${size} ([${spec.shape.join(', ')}])`);
+        throw new RangeError(
+          `${spec.name} has ${data.length} values, expected ${size} ([${spec.shape.join(', ')}])`,
+        );
       }
     }
   }
@@ -341,9 +349,12 @@ export class TfjsDecoder {
     const { batch, seq } = ctx;
     const p = `${layerPrefix(l)}.self_attn`;
     const bias = (name: string) => (d.attentionBias ? this.w(`${p}.${name}.bias`) : undefined);
-    let q: tf.Tensor = linear(x, this.w(`${p}.q_proj.weight`), bias('q_proj')).reshape([batch, seq, d.heads, d.headDim]);
-    let k: tf.Tensor = linear(x, this.w(`${p}.k_proj.weight`), bias('k_proj')).reshape([batch, seq, d.kvHeads, d.headDim]);
-    const v = linear(x, this.w(`${p}.v_proj.weight`), bias('v_proj')).reshape([batch, seq, d.kvHeads, d.headDim]);
+    // [batch, seq, n, headDim]
+    const project = (name: string, n: number): tf.Tensor =>
+      linear(x, this.w(`${p}.${name}.weight`), bias(name)).reshape([batch, seq, n, d.headDim]);
+    let q = project('q_proj', d.heads);
+    let k = project('k_proj', d.kvHeads);
+    const v = project('v_proj', d.kvHeads);
     if (d.qkNorm) {
       q = rmsNorm(q, this.w(`${p}.q_norm.weight`), d.eps);
       k = rmsNorm(k, this.w(`${p}.k_norm.weight`), d.eps);

@@ -54,11 +54,15 @@ export class OnnxDecoder {
     layout: KvLayout,
     provider: ExecutionProvider | 'auto' = 'auto',
   ): Promise<OnnxDecoder> {
-    const attempts: ExecutionProvider[] = provider === 'auto' ? (wantsGpu() ? ['cuda', 'cpu'] : ['cpu']) : [provider];
+    const attempts: ExecutionProvider[] =
+      provider === 'auto' ? (wantsGpu() ? ['cuda', 'cpu'] : ['cpu']) : [provider];
     let lastError: unknown;
     for (const ep of attempts) {
       try {
-        const options: ort.InferenceSession.SessionOptions = { executionProviders: [ep], graphOptimizationLevel: 'all' };
+        const options: ort.InferenceSession.SessionOptions = {
+          executionProviders: [ep],
+          graphOptimizationLevel: 'all',
+        };
         const session =
           typeof model === 'string'
             ? await ort.InferenceSession.create(model, options)
@@ -79,13 +83,26 @@ export class OnnxDecoder {
       position_ids: new ort.Tensor('int64', input.positionIds, [batch, seq]),
     };
     for (let l = 0; l < layers; l++) {
-      feeds[`past_key_values.${l}.key`] = new ort.Tensor('float32', input.pastKv[2 * l], [batch, kvHeads, past, headDim]);
-      feeds[`past_key_values.${l}.value`] = new ort.Tensor('float32', input.pastKv[2 * l + 1], [batch, kvHeads, past, headDim]);
+      feeds[`past_key_values.${l}.key`] = new ort.Tensor('float32', input.pastKv[2 * l], [
+        batch,
+        kvHeads,
+        past,
+        headDim,
+      ]);
+      feeds[`past_key_values.${l}.value`] = new ort.Tensor('float32', input.pastKv[2 * l + 1], [
+        batch,
+        kvHeads,
+        past,
+        headDim,
+      ]);
     }
     const out = await this.session.run(feeds);
     const presentKv: Float32Array[] = [];
     for (let l = 0; l < layers; l++) {
-      presentKv.push(out[`present.${l}.key`].data as Float32Array, out[`present.${l}.value`].data as Float32Array);
+      presentKv.push(
+        out[`present.${l}.key`].data as Float32Array,
+        out[`present.${l}.value`].data as Float32Array,
+      );
     }
     return { logits: out.logits.data as Float32Array, presentKv };
   }

@@ -1,13 +1,22 @@
 /**
- * The rollout engine: generation with a KV cache on an ONNX decoder, with dynamic batching
- * (requests join and leave between decode steps, per-sequence caches repacked only when the
- * batch changes), a bounded queue, exact token ids and logprobs on every output, teacher
- * scoring (`computeLogprobs`) and weight swaps that never fail a request.
+ * The generation core of a rollout engine: decoding with a KV cache on an ONNX decoder, with
+ * dynamic batching (requests join and leave between decode steps, per-sequence caches
+ * repacked only when the batch changes), a bounded queue, exact token ids and logprobs on
+ * every output, teacher scoring (`computeLogprobs`) and weight swaps that never fail a
+ * request.
  */
 import { ClawrayError, ConfigError } from '../../common/errors.js';
 import { KvBatch, type SequenceKv } from './kv-batch.js';
 import type { OnnxDecoder } from './onnx-decoder.js';
-import { DEFAULT_SAMPLING, logSoftmax, type Sampled, type SamplingParams, sample, seededRandom, topLogprobs } from './sampler.js';
+import {
+  DEFAULT_SAMPLING,
+  logSoftmax,
+  type Sampled,
+  type SamplingParams,
+  sample,
+  seededRandom,
+  topLogprobs,
+} from './sampler.js';
 
 /** The queue is full: the caller should back off and retry. */
 export class EngineBusyError extends ClawrayError {
@@ -49,7 +58,7 @@ export interface GenerateResult {
   text?: string;
 }
 
-export interface RolloutEngineOptions {
+export interface GenerationEngineOptions {
   /** Sequences decoding together. Default 16. */
   maxBatchSize?: number;
   /** Requests waiting for a batch slot before `generate` rejects with EngineBusyError. Default 1024. */
@@ -90,20 +99,26 @@ interface Sequence {
   reject(err: Error): void;
 }
 
-export class RolloutEngine {
+export class GenerationEngine {
   private decoder: OnnxDecoder;
   private readonly queue: Sequence[] = [];
   private members: Sequence[] = [];
   private readonly batch: KvBatch;
   private running = false;
   private version: number;
-  private swap?: { version: number; decoder: Promise<OnnxDecoder>; done: () => void; failed: (e: Error) => void; started: number };
+  private swap?: {
+    version: number;
+    decoder: Promise<OnnxDecoder>;
+    done: () => void;
+    failed: (e: Error) => void;
+    started: number;
+  };
   private readonly maxBatch: number;
   private readonly maxQueue: number;
 
   constructor(
     decoder: OnnxDecoder,
-    private readonly options: RolloutEngineOptions,
+    private readonly options: GenerationEngineOptions,
   ) {
     this.decoder = decoder;
     this.batch = new KvBatch(decoder.layout);
@@ -131,10 +146,15 @@ export class RolloutEngine {
   generate(request: GenerateRequest): Promise<GenerateResult> {
     const maxTokens = request.maxTokens ?? 256;
     const vocab = this.decoder.layout.vocab;
-    if (request.promptTokenIds.length === 0) return Promise.reject(new ConfigError('promptTokenIds is empty'));
+    if (request.promptTokenIds.length === 0)
+      return Promise.reject(new ConfigError('promptTokenIds is empty'));
     const bad = request.promptTokenIds.find((t) => !Number.isInteger(t) || t < 0 || t >= vocab);
-    if (bad !== undefined) return Promise.reject(new ConfigError(`prompt token id ${bad} is outside the vocabulary (0..${vocab - 1})`));
-    if (!Number.isInteger(maxTokens) || maxTokens < 1) return Promise.reject(new ConfigError('maxTokens must be a whole number ≥ 1'));
+    if (bad !== undefined)
+      return Promise.reject(
+        new ConfigError(`prompt token id ${bad} is outside the vocabulary (0..${vocab - 1})`),
+      );
+    if (!Number.isInteger(maxTokens) || maxTokens < 1)
+      return Promise.reject(new ConfigError('maxTokens must be a whole number ≥ 1'));
     if (request.promptTokenIds.length + maxTokens > this.options.maxContext) {
       return Promise.reject(
         new ConfigError(
@@ -146,7 +166,9 @@ export class RolloutEngine {
       return Promise.reject(new ConfigError('stop strings need an engine with a tokenizer'));
     }
     if (this.queue.length >= this.maxQueue) {
-      return Promise.reject(new EngineBusyError(`the rollout engine queue is full (${this.maxQueue} waiting); retry later`));
+      return Promise.reject(
+        new EngineBusyError(`the rollout engine queue is full (${this.maxQueue} waiting); retry later`),
+      );
     }
     return new Promise((resolve, reject) => {
       this.queue.push({
@@ -175,7 +197,9 @@ export class RolloutEngine {
    */
   async computeLogprobs(tokenIds: number[], fromIndex = 1): Promise<number[]> {
     if (fromIndex < 1 || fromIndex > tokenIds.length) {
-      throw new ConfigError(`fromIndex must be between 1 and ${tokenIds.length} (the first token has no logprob)`);
+      throw new ConfigError(
+        `fromIndex must be between 1 and ${tokenIds.length} (the first token has no logprob)`,
+      );
     }
     const { layers, vocab } = this.decoder.layout;
     const n = tokenIds.length;
@@ -202,8 +226,10 @@ export class RolloutEngine {
    * requests arriving meanwhile wait. Resolves once the new version serves.
    */
   updateWeights(version: number, tensors: Map<string, Float32Array>): Promise<void> {
-    if (!this.options.reload) return Promise.reject(new ConfigError('this engine was built without a way to load new weights'));
-    if (this.swap) return Promise.reject(new ConfigError(`a swap to version ${this.swap.version} is already in progress`));
+    if (!this.options.reload)
+      return Promise.reject(new ConfigError('this engine was built without a way to load new weights'));
+    if (this.swap)
+      return Promise.reject(new ConfigError(`a swap to version ${this.swap.version} is already in progress`));
     return new Promise((resolve, reject) => {
       this.swap = {
         version,
@@ -299,7 +325,9 @@ export class RolloutEngine {
       past: this.batch.past,
       inputIds: BigInt64Array.from(members, (s) => BigInt(s.tokens[s.tokens.length - 1])),
       attentionMask: this.batch.stepMask(),
-      positionIds: BigInt64Array.from(members, (s) => BigInt(s.request.promptTokenIds.length + s.tokens.length - 1)),
+      positionIds: BigInt64Array.from(members, (s) =>
+        BigInt(s.request.promptTokenIds.length + s.tokens.length - 1),
+      ),
       pastKv: this.batch.kv,
     });
     this.batch.advance(out.presentKv);
@@ -316,11 +344,16 @@ export class RolloutEngine {
     const picked = sample(logits, seq.params, seq.random);
     seq.tokens.push(picked.tokenId);
     seq.logprobs.push(picked.logprob);
-    if (seq.request.topLogprobs) seq.top.push(topLogprobs(logits, seq.request.topLogprobs, seq.params.temperature));
+    if (seq.request.topLogprobs)
+      seq.top.push(topLogprobs(logits, seq.request.topLogprobs, seq.params.temperature));
     seq.request.onToken?.(picked);
     let finish: GenerateResult['finishReason'] | undefined;
     let text: string | undefined;
-    if (this.options.eosTokenIds.includes(picked.tokenId) || seq.request.stopTokenIds?.includes(picked.tokenId)) finish = 'stop';
+    if (
+      this.options.eosTokenIds.includes(picked.tokenId) ||
+      seq.request.stopTokenIds?.includes(picked.tokenId)
+    )
+      finish = 'stop';
     if (this.options.detokenize) {
       text = this.options.detokenize(seq.tokens);
       const hit = seq.request.stop?.map((s) => text!.indexOf(s)).filter((i) => i >= 0);

@@ -23,11 +23,18 @@ describe('sampler', () => {
   it('draws in proportion to the probabilities, reproducibly from a seed', () => {
     const counts = [0, 0, 0, 0];
     const random = seededRandom(42);
-    for (let i = 0; i < 20000; i++) counts[sample(logits, { temperature: 1, topP: 1, topK: 0 }, random).tokenId]++;
+    for (let i = 0; i < 20000; i++)
+      counts[sample(logits, { temperature: 1, topP: 1, topK: 0 }, random).tokenId]++;
     const p = Array.from(logSoftmax(logits), Math.exp);
     for (let i = 0; i < 4; i++) expect(counts[i] / 20000).toBeCloseTo(p[i], 1);
-    const a = Array.from({ length: 50 }, (_, i) => sample(logits, { temperature: 1, topP: 1, topK: 0 }, seededRandom(i)).tokenId);
-    const b = Array.from({ length: 50 }, (_, i) => sample(logits, { temperature: 1, topP: 1, topK: 0 }, seededRandom(i)).tokenId);
+    const a = Array.from(
+      { length: 50 },
+      (_, i) => sample(logits, { temperature: 1, topP: 1, topK: 0 }, seededRandom(i)).tokenId,
+    );
+    const b = Array.from(
+      { length: 50 },
+      (_, i) => sample(logits, { temperature: 1, topP: 1, topK: 0 }, seededRandom(i)).tokenId,
+    );
     expect(a).toEqual(b);
   });
 
@@ -39,8 +46,10 @@ describe('sampler', () => {
       expect(s.logprob).toBeCloseTo(logSoftmax(logits)[s.tokenId], 12);
     }
     // p(1) ≈ 0.66 < 0.7, so top-p 0.7 keeps tokens 1 and 2.
-    for (let i = 0; i < 200; i++) expect([1, 2]).toContain(sample(logits, { temperature: 1, topP: 0.7, topK: 0 }, random).tokenId);
-    for (let i = 0; i < 50; i++) expect(sample(logits, { temperature: 1, topP: 0.1, topK: 0 }, random).tokenId).toBe(1);
+    for (let i = 0; i < 200; i++)
+      expect([1, 2]).toContain(sample(logits, { temperature: 1, topP: 0.7, topK: 0 }, random).tokenId);
+    for (let i = 0; i < 50; i++)
+      expect(sample(logits, { temperature: 1, topP: 0.1, topK: 0 }, random).tokenId).toBe(1);
   });
 
   it('lists the top logprobs', () => {

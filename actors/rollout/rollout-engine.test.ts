@@ -1,0 +1,146 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dims } from '../models/model-config.js';
+import { exportDecoderOnnx } from '../models/onnx-export.js';
+import { OnnxDecoder } from './onnx-decoder.js';
+import { EngineBusyError, GenerationEngine } from './rollout-engine.js';
+import { randomDecoder, randomWeights } from './test-model.js';
+
+describe('GenerationEngine on an exported tiny model', () => {
+  let engine: GenerationEngine;
+  let reference: GenerationEngine;
+  let model: Awaited<ReturnType<typeof randomDecoder>>;
+
+  beforeAll(async () => {
+    model = await randomDecoder('tiny', 1);
+    engine = new GenerationEngine(model.decoder, { eosTokenIds: [], maxContext: 1024, maxBatchSize: 16 });
+    // Batch size 1: every sequence alone, the reference for batched results.
+    reference = new GenerationEngine((await randomDecoder('tiny', 1)).decoder, {
+      eosTokenIds: [],
+      maxContext: 1024,
+      maxBatchSize: 1,
+    });
+  });
+  afterAll(async () => {
+    await engine.close();
+    await reference.close();
+  });
+
+  const prompt = (i: number) => Array.from({ length: 3 + ((i * 7) % 13) }, (_, j) => (i * 31 + j * 17) % 384);
+
+  it('gives every sequence of a dynamic batch exactly what it gets alone', async () => {
+    const requests = Array.from({ length: 12 }, (_, i) => ({
+      promptTokenIds: prompt(i),
+      maxTokens: 5 + (i % 4) * 3,
+      temperature: 0,
+    }));
+    const batched = await Promise.all(requests.map((r) => engine.generate(r)));
+    for (const [i, r] of requests.entries()) {
+      const alone = await reference.generate(r);
+      expect(batched[i].tokenIds).toEqual(alone.tokenIds);
+      for (let k = 0; k < alone.logprobs.length; k++)
+        expect(Math.abs(batched[i].logprobs[k] - alone.logprobs[k])).toBeLessThan(1e-4);
+      expect(batched[i].finishReason).toBe('length');
+      expect(batched[i].tokenIds).toHaveLength(r.maxTokens);
+      expect(batched[i].weightVersion).toBe(0);
+    }
+  });
+
+  it('returns logprobs that teacher scoring of the same tokens reproduces', async () => {
+    const out = await engine.generate({ promptTokenIds: prompt(3), maxTokens: 12, temperature: 1, seed: 5 });
+    const scored = await engine.computeLogprobs(
+      [...out.promptTokenIds, ...out.tokenIds],
+      out.promptTokenIds.length,
+    );
+    expect(scored).toHaveLength(out.tokenIds.length);
+    for (let k = 0; k < scored.length; k++) expect(Math.abs(scored[k] - out.logprobs[k])).toBeLessThan(1e-4);
+  });
+
+  it('samples reproducibly from a seed and stops on stop tokens', async () => {
+    const a = await engine.generate({ promptTokenIds: prompt(1), maxTokens: 10, temperature: 1, seed: 9 });
+    const b = await engine.generate({ promptTokenIds: prompt(1), maxTokens: 10, temperature: 1, seed: 9 });
+    expect(a.tokenIds).toEqual(b.tokenIds);
+    const stopAt = a.tokenIds[3];
+    const stopped = await engine.generate({
+      promptTokenIds: prompt(1),
+      maxTokens: 10,
+      temperature: 1,
+      seed: 9,
+      stopTokenIds: [stopAt],
+    });
+    expect(stopped.finishReason).toBe('stop');
+    expect(stopped.tokenIds.at(-1)).toBe(stopAt);
+    expect(stopped.tokenIds.length).toBeLessThanOrEqual(4);
+  });
+
+  it('streams tokens as they are sampled', async () => {
+    const seen: number[] = [];
+    const out = await engine.generate({
+      promptTokenIds: prompt(2),
+      maxTokens: 6,
+      temperature: 0,
+      onToken: (t) => seen.push(t.tokenId),
+    });
+    expect(seen).toEqual(out.tokenIds);
+  });
+
+  it('rejects bad requests with clear errors and sheds load beyond its queue', async () => {
+    await expect(engine.generate({ promptTokenIds: [] })).rejects.toThrow('promptTokenIds is empty');
+    await expect(engine.generate({ promptTokenIds: [999] })).rejects.toThrow('outside the vocabulary');
+    await expect(engine.generate({ promptTokenIds: [1], maxTokens: 5000 })).rejects.toThrow(
+      "exceeds the model's context",
+    );
+    const small = new GenerationEngine(model.decoder, {
+      eosTokenIds: [],
+      maxContext: 1024,
+      maxBatchSize: 1,
+      maxQueue: 2,
+    });
+    const running = [0, 1, 2].map(() =>
+      small.generate({ promptTokenIds: [1, 2], maxTokens: 3 }).catch((e: unknown) => e),
+    );
+    const overflow = await small.generate({ promptTokenIds: [1, 2], maxTokens: 3 }).catch((e: unknown) => e);
+    expect(overflow).toBeInstanceOf(EngineBusyError);
+    await Promise.all(running);
+  });
+
+  it('swaps weights without failing requests: in-flight ones finish on the old version', async () => {
+    const d = dims(model.config);
+    const layout = { layers: d.layers, kvHeads: d.kvHeads, headDim: d.headDim, vocab: d.vocab };
+    const swapping = new GenerationEngine((await randomDecoder('tiny', 1)).decoder, {
+      eosTokenIds: [],
+      maxContext: 1024,
+      weightVersion: 1,
+      reload: async (tensors) => OnnxDecoder.load(exportDecoderOnnx(model.config, tensors), layout, 'cpu'),
+    });
+    const inFlight = swapping.generate({ promptTokenIds: prompt(4), maxTokens: 40, temperature: 0 });
+    await new Promise((r) => setTimeout(r, 20));
+    const swap = swapping.updateWeights(2, randomWeights(model.config, 2));
+    const during = swapping.generate({ promptTokenIds: prompt(4), maxTokens: 5, temperature: 0 });
+    const [old, , fresh] = await Promise.all([inFlight, swap, during]);
+    expect(old.weightVersion).toBe(1);
+    expect(fresh.weightVersion).toBe(2);
+    expect(swapping.weightVersion).toBe(2);
+    // The new weights really serve: greedy output differs from the old model's.
+    const before = await reference.generate({ promptTokenIds: prompt(4), maxTokens: 5, temperature: 0 });
+    expect(fresh.tokenIds).not.toEqual(before.tokenIds);
+    await swapping.close();
+  });
+
+  it('requeues in-flight sequences onto the new weights when asked to', async () => {
+    const d = dims(model.config);
+    const layout = { layers: d.layers, kvHeads: d.kvHeads, headDim: d.headDim, vocab: d.vocab };
+    const swapping = new GenerationEngine((await randomDecoder('tiny', 1)).decoder, {
+      eosTokenIds: [],
+      maxContext: 1024,
+      swapMode: 'requeue',
+      reload: async (tensors) => OnnxDecoder.load(exportDecoderOnnx(model.config, tensors), layout, 'cpu'),
+    });
+    const inFlight = swapping.generate({ promptTokenIds: prompt(5), maxTokens: 60, temperature: 0 });
+    await new Promise((r) => setTimeout(r, 20));
+    await swapping.updateWeights(7, randomWeights(model.config, 3));
+    const result = await inFlight;
+    expect(result.weightVersion).toBe(7);
+    expect(result.tokenIds).toHaveLength(60);
+    await swapping.close();
+  });
+});
