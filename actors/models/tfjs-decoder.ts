@@ -19,10 +19,11 @@ import { type Dims, dims as dimsOf, type ModelConfig } from './model-config.js';
 import { layerPrefix, type TensorSpec, type WeightMap, weightSpecs } from './weight-names.js';
 
 /** One layer's cache: each `[batch, kvHeads, len, headDim]` (optimum's `past_key_values.N.key|value`). */
-export interface KvEntry {
+// A type alias, not an interface: tf.tidy returns only TensorContainer-shaped values.
+export type KvEntry = {
   key: tf.Tensor4D;
   value: tf.Tensor4D;
-}
+};
 export type KvCache = KvEntry[];
 
 /**
@@ -45,12 +46,12 @@ export interface ForwardInput {
   embedding?: EmbeddingMode;
 }
 
-export interface ForwardOutput {
+export type ForwardOutput = {
   /** [batch, seq, vocab] */
   logits: tf.Tensor3D;
   /** Per layer, the past concatenated with this call's keys/values: [batch, kvHeads, past + seq, headDim]. */
   present: KvCache;
-}
+};
 
 export interface TfjsDecoderOptions {
   /** Default `gather`. */
@@ -141,8 +142,8 @@ function rmsNorm(x: tf.Tensor, weight: tf.Tensor, eps: number): tf.Tensor {
 
 /** x · Wᵀ (+ b) with W in PyTorch's [out, in] layout; x is 2-D [rows, in]. */
 function linear(x: tf.Tensor2D, weight: tf.Tensor, bias?: tf.Tensor): tf.Tensor2D {
-  const y = tf.matMul(x, weight as tf.Tensor2D, false, true);
-  return bias === undefined ? y : tf.add(y, bias);
+  const y = tf.matMul(x, weight as tf.Tensor2D, false, true) as tf.Tensor2D;
+  return bias === undefined ? y : (tf.add(y, bias) as tf.Tensor2D);
 }
 
 /** rotate_half RoPE on x [batch, seq, heads, headDim] with cos/sin [batch, seq, 1, headDim / 2]. */
@@ -265,7 +266,7 @@ export class TfjsDecoder {
     }
     const rope = ropeTables(positionIds, d.headDim, d.ropeTheta);
 
-    return tf.tidy(() => {
+    return tf.tidy((): ForwardOutput => {
       const mask = tf.tensor4d(maskData, [batch, 1, seq, total]);
       const cos = tf.tensor4d(rope.cos, [batch, seq, 1, d.headDim / 2]);
       const sin = tf.tensor4d(rope.sin, [batch, seq, 1, d.headDim / 2]);
