@@ -132,9 +132,17 @@ class GraphBuilder {
   }
 
   /** Adds a node and returns its outputs (named after the node unless `outputs` names them). */
-  opN(opType: string, inputs: string[], outputs: number | string[], attributes: OnnxAttribute[] = []): string[] {
+  opN(
+    opType: string,
+    inputs: string[],
+    outputs: number | string[],
+    attributes: OnnxAttribute[] = [],
+  ): string[] {
     const name = this.unique(`/${[...this.scopes, opType].join('/')}`);
-    const outs = typeof outputs === 'number' ? Array.from({ length: outputs }, (_, k) => `${name}_output_${k}`) : outputs;
+    const outs =
+      typeof outputs === 'number'
+        ? Array.from({ length: outputs }, (_, k) => `${name}_output_${k}`)
+        : outputs;
     this.nodes.push(makeNode(opType, inputs, outs, name, attributes));
     return outs;
   }
@@ -185,7 +193,8 @@ function checkWeights(d: Dims, weights: WeightMap): void {
   for (const spec of weightSpecs(d)) {
     const data = weights.get(spec.name);
     const size = spec.shape.reduce((a, b) => a * b, 1);
-    if (data === undefined) throw new ConfigError(`ONNX export: weights lack ${spec.name}`, { fields: { tensor: spec.name } });
+    if (data === undefined)
+      throw new ConfigError(`ONNX export: weights lack ${spec.name}`, { fields: { tensor: spec.name } });
     if (data.length !== size) {
       throw new ConfigError(
         `ONNX export: ${spec.name} has ${data.length} values, expected ${size} ([${spec.shape.join(', ')}])`,
@@ -217,7 +226,8 @@ export function ropeTableData(
 ): { cos: Float32Array; sin: Float32Array } {
   const half = headDim / 2;
   const invFreq = new Float32Array(half);
-  for (let j = 0; j < half; j++) invFreq[j] = Math.fround(1 / Math.fround(theta ** Math.fround((2 * j) / headDim)));
+  for (let j = 0; j < half; j++)
+    invFreq[j] = Math.fround(1 / Math.fround(theta ** Math.fround((2 * j) / headDim)));
   const cos = new Float32Array(maxPositions * headDim);
   const sin = new Float32Array(maxPositions * headDim);
   for (let p = 0; p < maxPositions; p++) {
@@ -240,7 +250,14 @@ interface Ctx {
 }
 
 /** x · Wᵀ (+ b) for the Linear named `prefix` (weight [out, in] stored as `<prefix>.weight.T`). */
-function linear(ctx: Ctx, x: string, prefix: string, inFeatures: number, outFeatures: number, bias: boolean): string {
+function linear(
+  ctx: Ctx,
+  x: string,
+  prefix: string,
+  inFeatures: number,
+  outFeatures: number,
+  bias: boolean,
+): string {
   const { g, weights } = ctx;
   const name = prefix.split('.').pop()!;
   return g.within(name, () => {
@@ -309,7 +326,8 @@ function attention(ctx: Ctx, x: string, l: number, io: AttentionInputs): string 
     const heads = (name: 'q' | 'k' | 'v', n: number, width: number): string => {
       let t = linear(ctx, x, `${p}.${name}_proj`, d.hidden, width, d.attentionBias);
       t = g.op('Reshape', [t, g.ints([0, 0, n, d.headDim])]);
-      if (d.qkNorm && name !== 'v') t = rmsNorm(ctx, t, `${p}.${name}_norm.weight`, d.headDim, `${name}_norm`);
+      if (d.qkNorm && name !== 'v')
+        t = rmsNorm(ctx, t, `${p}.${name}_norm.weight`, d.headDim, `${name}_norm`);
       t = g.op('Transpose', [t], [attr.ints('perm', [0, 2, 1, 3])]);
       return name === 'v' ? t : rope(ctx, t, io.cos, io.sin, `${name}_rope`);
     };
@@ -357,8 +375,14 @@ function attentionMask(ctx: Ctx): string {
     const zero = g.ints([0], true);
     const one = g.ints([1], true);
     const axis0 = g.ints([0]);
-    const past = g.op('Squeeze', [g.op('Shape', ['past_key_values.0.key'], [attr.int('start', 2), attr.int('end', 3)]), axis0]);
-    const seq = g.op('Squeeze', [g.op('Shape', ['input_ids'], [attr.int('start', 1), attr.int('end', 2)]), axis0]);
+    const past = g.op('Squeeze', [
+      g.op('Shape', ['past_key_values.0.key'], [attr.int('start', 2), attr.int('end', 3)]),
+      axis0,
+    ]);
+    const seq = g.op('Squeeze', [
+      g.op('Shape', ['input_ids'], [attr.int('start', 1), attr.int('end', 2)]),
+      axis0,
+    ]);
     const total = g.op('Add', [past, seq]);
     const keySlots = g.op('Unsqueeze', [g.op('Range', [zero, total, one]), axis0]); // [1, total]
     const querySlots = g.op('Unsqueeze', [g.op('Range', [past, total, one]), g.ints([1])]); // [seq, 1]
@@ -397,7 +421,9 @@ function graphIo(d: Dims): { inputs: OnnxValueInfo[]; outputs: OnnxValueInfo[] }
   const outputs = [valueInfo('logits', DataType.FLOAT, [batch, seq, d.vocab])];
   for (let i = 0; i < d.layers; i++) {
     for (const part of ['key', 'value']) {
-      inputs.push(valueInfo(`past_key_values.${i}.${part}`, DataType.FLOAT, [batch, d.kvHeads, past, d.headDim]));
+      inputs.push(
+        valueInfo(`past_key_values.${i}.${part}`, DataType.FLOAT, [batch, d.kvHeads, past, d.headDim]),
+      );
       outputs.push(valueInfo(`present.${i}.${part}`, DataType.FLOAT, [batch, d.kvHeads, total, d.headDim]));
     }
   }
@@ -405,9 +431,14 @@ function graphIo(d: Dims): { inputs: OnnxValueInfo[]; outputs: OnnxValueInfo[] }
 }
 
 /** Builds the ONNX model (initializers still reference their Float32Arrays; nothing is serialized). */
-export function buildDecoderModel(config: ModelConfig, weights: WeightMap, opts: DecoderExportOptions = {}): OnnxModel {
+export function buildDecoderModel(
+  config: ModelConfig,
+  weights: WeightMap,
+  opts: DecoderExportOptions = {},
+): OnnxModel {
   const d = dimsOf(config);
-  if (d.headDim % 2 !== 0) throw new ConfigError(`ONNX export: head_dim must be even for RoPE, got ${d.headDim}`);
+  if (d.headDim % 2 !== 0)
+    throw new ConfigError(`ONNX export: head_dim must be even for RoPE, got ${d.headDim}`);
   checkWeights(d, weights);
   const maxPositions = opts.maxPositions ?? config.max_position_embeddings;
   if (!Number.isInteger(maxPositions) || maxPositions < 1) {
@@ -417,7 +448,11 @@ export function buildDecoderModel(config: ModelConfig, weights: WeightMap, opts:
   const ctx: Ctx = { g, d, weights };
 
   g.within('model', () => {
-    const embed = g.weight('model.embed_tokens.weight', [d.vocab, d.hidden], weights.get('model.embed_tokens.weight')!);
+    const embed = g.weight(
+      'model.embed_tokens.weight',
+      [d.vocab, d.hidden],
+      weights.get('model.embed_tokens.weight')!,
+    );
     let h = g.within('embed_tokens', () => g.op('Gather', [embed, 'input_ids'], [attr.int('axis', 0)]));
     const mask = attentionMask(ctx);
     const { cos, sin } = ropeInputs(ctx, maxPositions);
@@ -426,14 +461,28 @@ export function buildDecoderModel(config: ModelConfig, weights: WeightMap, opts:
       h = g.within(`layers.${l}`, () => {
         const normed = rmsNorm(ctx, h, `${p}.input_layernorm.weight`, d.hidden, 'input_layernorm');
         const attended = g.op('Add', [h, attention(ctx, normed, l, { cos, sin, mask })]);
-        const normed2 = rmsNorm(ctx, attended, `${p}.post_attention_layernorm.weight`, d.hidden, 'post_attention_layernorm');
+        const normed2 = rmsNorm(
+          ctx,
+          attended,
+          `${p}.post_attention_layernorm.weight`,
+          d.hidden,
+          'post_attention_layernorm',
+        );
         return g.op('Add', [attended, mlp(ctx, normed2, l)]);
       });
     }
     const final = rmsNorm(ctx, h, 'model.norm.weight', d.hidden, 'norm');
     const head = d.tied
-      ? g.weight('lm_head.weight.T', [d.hidden, d.vocab], transpose(weights.get('model.embed_tokens.weight')!, d.vocab, d.hidden))
-      : g.weight('lm_head.weight.T', [d.hidden, d.vocab], transpose(weights.get('lm_head.weight')!, d.vocab, d.hidden));
+      ? g.weight(
+          'lm_head.weight.T',
+          [d.hidden, d.vocab],
+          transpose(weights.get('model.embed_tokens.weight')!, d.vocab, d.hidden),
+        )
+      : g.weight(
+          'lm_head.weight.T',
+          [d.hidden, d.vocab],
+          transpose(weights.get('lm_head.weight')!, d.vocab, d.hidden),
+        );
     g.within('lm_head', () => g.opTo('logits', 'MatMul', [final, head]));
   });
 
@@ -469,7 +518,11 @@ function initializerBytes(model: OnnxModel): number {
 }
 
 /** The decoder as ONNX bytes with every weight inline (up to protobuf's 2 GiB). */
-export function exportDecoderOnnx(config: ModelConfig, weights: WeightMap, opts: DecoderExportOptions = {}): Uint8Array {
+export function exportDecoderOnnx(
+  config: ModelConfig,
+  weights: WeightMap,
+  opts: DecoderExportOptions = {},
+): Uint8Array {
   const model = buildDecoderModel(config, weights, opts);
   const size = initializerBytes(model);
   if (size > INLINE_LIMIT_BYTES) {

@@ -153,7 +153,9 @@ export function modelProtoType(): protobuf.Type {
 
 /** Serializes a model to the ONNX wire format. */
 export function encodeModel(model: OnnxModel): Uint8Array {
-  return modelProtoType().encode(model as unknown as Record<string, unknown>).finish();
+  return modelProtoType()
+    .encode(model as unknown as Record<string, unknown>)
+    .finish();
 }
 
 /**

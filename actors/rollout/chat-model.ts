@@ -3,26 +3,10 @@
  * tool-call parsing and generation. A rollout engine with its tokenizer implements it; the
  * server never tokenizes model output itself (token ids and logprobs come from the engine).
  */
+import type { ChatMessage, ToolCall, ToolSchema } from '../models/chat-template.js';
 import type { GenerateRequest, GenerateResult } from './rollout-engine.js';
 
-export interface ToolSchema {
-  type: 'function';
-  function: { name: string; description?: string; parameters?: Record<string, unknown> };
-}
-
-export interface ToolCall {
-  id: string;
-  type: 'function';
-  function: { name: string; arguments: string };
-}
-
-export interface ChatMessage {
-  role: 'system' | 'user' | 'assistant' | 'tool';
-  content: string | null;
-  tool_calls?: ToolCall[];
-  tool_call_id?: string;
-  name?: string;
-}
+export type { ChatMessage, ToolCall, ToolSchema } from '../models/chat-template.js';
 
 export interface ChatModel {
   /** The id served in /v1/models and accepted as `model`. */

@@ -1,0 +1,527 @@
+/**
+ * RL capture for the OpenAI-compatible server, compatible with OpenClaw-RL's gateway headers:
+ *
+ * - `X-Session-Id` (or body `session_id`): the conversation a turn belongs to.
+ * - `X-Turn-Type` (or body `turn_type`): `main` turns are trained on, `side` turns (memory
+ *   flushes, summaries, anything not part of the agent's own trajectory) are served only.
+ * - `X-Session-Done` (or body `session_done`): `1|true|yes|on` ends the session.
+ *
+ * Headers win over body keys. The record of main turn k is completed with `next_state`: the
+ * LAST message of the session's next main request (the user's reply or the tool result that
+ * followed turn k), which is what the judge scores turn k against. A record is therefore
+ * written when the next main turn arrives, when the session is marked done (`next_state` null,
+ * `session_done` true), when the session is evicted for being idle, or at shutdown.
+ *
+ * Differences from OpenClaw-RL, on purpose:
+ * - A missing turn type defaults to `main`, with a counter and one warning per session.
+ *   OpenClaw-RL defaults to `side`, which silently trains on nothing when a gateway does not
+ *   send the header (its issues #31 and #36: every turn logged as `unknown`/`side`).
+ * - A missing session id is served but not recorded (and counted): OpenClaw-RL files such
+ *   turns under one `"unknown"` session, chaining unrelated conversations into each other.
+ * - Records carry the engine's own prompt token ids, sampled token ids and logprobs; nothing
+ *   is re-rendered or re-tokenized (OpenClaw-RL re-tokenizes and pads/truncates logprobs to
+ *   fit, a source of train/rollout drift).
+ * - The last turn of a done session is kept (with `next_state` null, `session_done` true)
+ *   rather than dropped, so the trainer decides what to do with it.
+ */
+import { appendFile, mkdir } from 'node:fs/promises';
+import type { IncomingHttpHeaders } from 'node:http';
+import { dirname } from 'node:path';
+import { ConfigError } from '../../common/errors.js';
+import { type Logger, silentLogger } from '../../common/logger.js';
+import type { ChatMessage, ToolCall, ToolSchema } from './chat-model.js';
+
+export type TurnType = 'main' | 'side';
+
+/** Where a request sits in an RL session, from its headers or body keys. */
+export interface CaptureContext {
+  /** Absent when neither `X-Session-Id` nor `session_id` was sent. */
+  sessionId?: string;
+  turnType: TurnType;
+  /** Neither `X-Turn-Type` nor `turn_type` was sent: the type defaulted to `main`. */
+  turnTypeDefaulted: boolean;
+  /** `X-Session-Done` / `session_done` was true. */
+  done: boolean;
+}
+
+/** The RL keys a chat request body may carry (same meaning as the headers). */
+export interface CaptureBodyKeys {
+  session_id?: unknown;
+  turn_type?: unknown;
+  session_done?: unknown;
+}
+
+const MAX_SESSION_ID_LENGTH = 512;
+
+function header(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const value = headers[name];
+  const first = Array.isArray(value) ? value[0] : value;
+  return first === undefined ? undefined : first.trim();
+}
+
+/** `1|true|yes|on` → true, `0|false|no|off|''` → false (OpenClaw-RL's spelling), booleans as is. */
+export function parseFlag(value: unknown, param: string): boolean {
+  if (value === undefined || value === null) return false;
+  if (typeof value === 'boolean') return value;
+  if (typeof value === 'number') return value !== 0;
+  if (typeof value === 'string') {
+    const v = value.trim().toLowerCase();
+    if (['1', 'true', 'yes', 'on'].includes(v)) return true;
+    if (['', '0', 'false', 'no', 'off'].includes(v)) return false;
+  }
+  throw new ConfigError(
+    `${param} must be true or false (1|true|yes|on or 0|false|no|off), got ${JSON.stringify(value)}`,
+    {
+      fields: { param },
+    },
+  );
+}
+
+/**
+ * Reads the capture headers, falling back to the body keys. Throws `ConfigError` (with
+ * `fields.param`) for a turn type other than main/side, an unreadable done flag or an
+ * over-long session id: a gateway that sends them wrong should hear about it, not train on
+ * nothing.
+ */
+export function parseCaptureContext(
+  headers: IncomingHttpHeaders,
+  body: CaptureBodyKeys = {},
+): CaptureContext {
+  let sessionId: string | undefined = header(headers, 'x-session-id');
+  let sessionParam = 'X-Session-Id';
+  if (!sessionId && (typeof body.session_id === 'string' || typeof body.session_id === 'number')) {
+    sessionId = String(body.session_id).trim();
+    sessionParam = 'session_id';
+  }
+  if (sessionId !== undefined && sessionId.length > MAX_SESSION_ID_LENGTH) {
+    throw new ConfigError(`${sessionParam} is longer than ${MAX_SESSION_ID_LENGTH} characters`, {
+      fields: { param: sessionParam },
+    });
+  }
+
+  let rawType: unknown = header(headers, 'x-turn-type');
+  let typeParam = 'X-Turn-Type';
+  if (!rawType && body.turn_type !== undefined && body.turn_type !== null && body.turn_type !== '') {
+    rawType = body.turn_type;
+    typeParam = 'turn_type';
+  }
+  let turnType: TurnType = 'main';
+  const turnTypeDefaulted = !rawType;
+  if (rawType) {
+    const t = typeof rawType === 'string' ? rawType.trim().toLowerCase() : rawType;
+    if (t !== 'main' && t !== 'side') {
+      throw new ConfigError(`${typeParam} must be 'main' or 'side', got ${JSON.stringify(rawType)}`, {
+        fields: { param: typeParam },
+      });
+    }
+    turnType = t;
+  }
+
+  const doneHeader = header(headers, 'x-session-done');
+  const done = doneHeader
+    ? parseFlag(doneHeader, 'X-Session-Done')
+    : parseFlag(body.session_done, 'session_done');
+
+  return { ...(sessionId ? { sessionId } : {}), turnType, turnTypeDefaulted, done };
+}
+
+/** Why a record was written (and where its `next_state` came from). */
+export type RecordEnd = 'next_turn' | 'session_done' | 'idle_eviction' | 'shutdown';
+
+/** One main turn, as written to the capture sink (snake_case like OpenClaw-RL's records). */
+export interface TurnRecord {
+  session_id: string;
+  /** Index of this main turn in its session (0-based; restarts after done or eviction). */
+  turn: number;
+  /** The `chatcmpl-…` id the client got. */
+  request_id: string;
+  model: string;
+  /** The weight version every generated token was sampled with. */
+  weight_version: number;
+  messages: ChatMessage[];
+  tools: ToolSchema[] | null;
+  /** The engine's own prompt ids (the chat template applied by the model, never re-rendered). */
+  prompt_token_ids: number[];
+  /** Exactly the sampled ids, including any end-of-sequence token. */
+  response_token_ids: number[];
+  /** Logprob of each sampled id, as the engine computed it. */
+  response_logprobs: number[];
+  response_text: string;
+  tool_calls: ToolCall[];
+  finish_reason: 'stop' | 'length' | 'tool_calls';
+  sampling: TurnSampling;
+  /** The last message of the session's next main request; null when there was none. */
+  next_state: ChatMessage | null;
+  session_done: boolean;
+  end: RecordEnd;
+  /** The turn type was not sent and defaulted to main. */
+  turn_type_defaulted: boolean;
+  started_at: string;
+  finished_at: string;
+}
+
+export interface TurnSampling {
+  temperature: number | null;
+  top_p: number | null;
+  top_k: number | null;
+  max_tokens: number | null;
+  seed: number | null;
+}
+
+/** Where records go. Writes are issued one at a time, in order. */
+export interface TurnSink {
+  write(record: TurnRecord): Promise<void>;
+  close?(): Promise<void>;
+}
+
+/** Appends one JSON line per record to a file, creating its directory. */
+export class JsonlTurnSink implements TurnSink {
+  private ready?: Promise<unknown>;
+
+  constructor(readonly file: string) {}
+
+  async write(record: TurnRecord): Promise<void> {
+    this.ready ??= mkdir(dirname(this.file), { recursive: true });
+    await this.ready;
+    await appendFile(this.file, `${JSON.stringify(record)}\n`, 'utf8');
+  }
+}
+
+/** Keeps records in memory (tests, and in-process drivers that read them directly). */
+export class MemoryTurnSink implements TurnSink {
+  readonly records: TurnRecord[] = [];
+
+  async write(record: TurnRecord): Promise<void> {
+    this.records.push(record);
+  }
+}
+
+/** What the server knows when a turn's generation has finished. */
+export interface TurnOutcome {
+  requestId: string;
+  model: string;
+  weightVersion: number;
+  promptTokenIds: number[];
+  tokenIds: number[];
+  logprobs: number[];
+  text: string;
+  toolCalls: ToolCall[];
+  finishReason: TurnRecord['finish_reason'];
+  sampling: TurnSampling;
+}
+
+/** One request's place in the capture; the server completes or aborts it. */
+export interface TurnHandle {
+  /** True when completing this turn will produce a record (a main turn of a known session). */
+  readonly recorded: boolean;
+  /** The generation finished and the client got the answer. */
+  complete(outcome: TurnOutcome): void;
+  /** The generation failed or the client went away: nothing is recorded for this turn. */
+  abort(): void;
+}
+
+export interface TurnRecorderOptions {
+  sink: TurnSink;
+  /** Sessions with nothing in flight for this long are evicted (pending record written with next_state null). Default 30 minutes. */
+  idleMs?: number;
+  /** Most sessions tracked at once; past it the least recently active idle one is evicted. Default 10 000. */
+  maxSessions?: number;
+  /** How often idle sessions are looked for. Default min(idleMs / 2, 60 s); 0 turns the timer off (call `sweep`). */
+  sweepMs?: number;
+  logger?: Logger;
+  /** Clock, for tests. */
+  now?: () => number;
+}
+
+export interface TurnRecorderStats {
+  sessions: number;
+  records: number;
+  mainTurns: number;
+  sideTurns: number;
+  missingSessionId: number;
+  defaultedTurnType: number;
+  evictedSessions: number;
+  writeErrors: number;
+  /** Turns that completed after `close()`. */
+  dropped: number;
+}
+
+interface PendingTurn {
+  turn: number;
+  messages: ChatMessage[];
+  tools: ToolSchema[] | null;
+  turnTypeDefaulted: boolean;
+  startedAt: string;
+  outcome?: TurnOutcome;
+  finishedAt?: string;
+}
+
+interface SessionState {
+  id: string;
+  nextTurn: number;
+  /** Main turns still generating. */
+  inflight: Map<number, PendingTurn>;
+  /** Completed main turns waiting for their next state. */
+  waiting: Map<number, PendingTurn>;
+  /** Next states that arrived while their turn was still generating. */
+  nextStates: Map<number, ChatMessage>;
+  /** Set once the session is over; turns still in flight are then written with next_state null. */
+  ended?: Exclude<RecordEnd, 'next_turn'>;
+  warnedDefaultType: boolean;
+  lastActive: number;
+}
+
+const NOOP_HANDLE: TurnHandle = { recorded: false, complete() {}, abort() {} };
+
+export class TurnRecorder {
+  private readonly sink: TurnSink;
+  private readonly logger: Logger;
+  private readonly now: () => number;
+  private readonly idleMs: number;
+  private readonly maxSessions: number;
+  /** In least-recently-active order (re-inserted on activity). */
+  private readonly sessions = new Map<string, SessionState>();
+  private readonly timer?: NodeJS.Timeout;
+  private chain: Promise<void> = Promise.resolve();
+  private closed = false;
+  private warnedMissingSession = false;
+  private readonly counts = {
+    records: 0,
+    mainTurns: 0,
+    sideTurns: 0,
+    missingSessionId: 0,
+    defaultedTurnType: 0,
+    evictedSessions: 0,
+    writeErrors: 0,
+    dropped: 0,
+  };
+
+  constructor(options: TurnRecorderOptions) {
+    this.sink = options.sink;
+    this.logger = options.logger ?? silentLogger;
+    this.now = options.now ?? Date.now;
+    this.idleMs = options.idleMs ?? 30 * 60_000;
+    this.maxSessions = options.maxSessions ?? 10_000;
+    const sweepMs = options.sweepMs ?? Math.min(this.idleMs / 2, 60_000);
+    if (sweepMs > 0) {
+      this.timer = setInterval(() => this.sweep(), sweepMs);
+      this.timer.unref();
+    }
+  }
+
+  /**
+   * Registers a request as it arrives (before generation), so that a main turn hands its last
+   * message to the previous main turn as `next_state` in arrival order.
+   */
+  begin(ctx: CaptureContext, input: { messages: ChatMessage[]; tools?: ToolSchema[] }): TurnHandle {
+    if (this.closed) return NOOP_HANDLE;
+    if (ctx.turnType === 'side') this.counts.sideTurns++;
+    else this.counts.mainTurns++;
+    if (!ctx.sessionId) {
+      this.counts.missingSessionId++;
+      if (!this.warnedMissingSession) {
+        this.warnedMissingSession = true;
+        this.logger.warn(
+          'a chat request came without X-Session-Id (or body session_id): it is served but not recorded for RL; ' +
+            'set the header on every request of an agent session (logged once)',
+        );
+      }
+      return NOOP_HANDLE;
+    }
+    let state = this.sessions.get(ctx.sessionId);
+    if (!state) {
+      this.makeRoom();
+      state = {
+        id: ctx.sessionId,
+        nextTurn: 0,
+        inflight: new Map(),
+        waiting: new Map(),
+        nextStates: new Map(),
+        warnedDefaultType: false,
+        lastActive: this.now(),
+      };
+    }
+    this.touch(state);
+    if (ctx.turnTypeDefaulted) {
+      this.counts.defaultedTurnType++;
+      if (!state.warnedDefaultType) {
+        state.warnedDefaultType = true;
+        this.logger.warn(
+          { sessionId: state.id },
+          'chat request without X-Turn-Type (or body turn_type): treated as a main turn and recorded for RL ' +
+            "(OpenClaw-RL would treat it as 'side' and train on nothing); send 'main' or 'side' explicitly " +
+            '(logged once per session)',
+        );
+      }
+    }
+
+    let handle: TurnHandle = NOOP_HANDLE;
+    if (ctx.turnType === 'main') {
+      const k = state.nextTurn++;
+      const last = input.messages[input.messages.length - 1];
+      if (k > 0 && last) this.giveNextState(state, k - 1, last);
+      const pending: PendingTurn = {
+        turn: k,
+        messages: input.messages,
+        tools: input.tools && input.tools.length > 0 ? input.tools : null,
+        turnTypeDefaulted: ctx.turnTypeDefaulted,
+        startedAt: new Date(this.now()).toISOString(),
+      };
+      state.inflight.set(k, pending);
+      handle = this.mainHandle(state, pending);
+    }
+    if (ctx.done) this.end(state, 'session_done');
+    return handle;
+  }
+
+  /** Ends a session as if a request had carried `X-Session-Done` (e.g. from a driver). */
+  endSession(sessionId: string): void {
+    const state = this.sessions.get(sessionId);
+    if (state) this.end(state, 'session_done');
+  }
+
+  /** Evicts sessions idle for longer than `idleMs` (nothing in flight); returns how many. */
+  sweep(now = this.now()): number {
+    let evicted = 0;
+    for (const state of [...this.sessions.values()]) {
+      if (now - state.lastActive < this.idleMs) break;
+      if (state.inflight.size > 0) continue;
+      this.end(state, 'idle_eviction');
+      this.counts.evictedSessions++;
+      evicted++;
+    }
+    return evicted;
+  }
+
+  stats(): TurnRecorderStats {
+    return { sessions: this.sessions.size, ...this.counts };
+  }
+
+  /** Resolves once every record handed to the sink so far has been written. */
+  async flush(): Promise<void> {
+    await this.chain;
+  }
+
+  /** Writes every pending record (next_state null), waits for the sink, and closes it. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    if (this.timer) clearInterval(this.timer);
+    for (const state of [...this.sessions.values()]) this.end(state, 'shutdown');
+    this.closed = true;
+    await this.chain;
+    await this.sink.close?.();
+  }
+
+  private mainHandle(state: SessionState, pending: PendingTurn): TurnHandle {
+    let settled = false;
+    return {
+      recorded: true,
+      complete: (outcome) => {
+        if (settled) return;
+        settled = true;
+        state.inflight.delete(pending.turn);
+        pending.outcome = outcome;
+        pending.finishedAt = new Date(this.now()).toISOString();
+        if (!state.ended) this.touch(state);
+        const next = state.nextStates.get(pending.turn);
+        if (next !== undefined) {
+          state.nextStates.delete(pending.turn);
+          this.write(state, pending, next, 'next_turn');
+        } else if (state.ended) {
+          this.write(state, pending, null, state.ended);
+        } else {
+          state.waiting.set(pending.turn, pending);
+        }
+      },
+      abort: () => {
+        if (settled) return;
+        settled = true;
+        state.inflight.delete(pending.turn);
+        state.nextStates.delete(pending.turn);
+      },
+    };
+  }
+
+  private giveNextState(state: SessionState, turn: number, message: ChatMessage): void {
+    const waiting = state.waiting.get(turn);
+    if (waiting) {
+      state.waiting.delete(turn);
+      this.write(state, waiting, message, 'next_turn');
+    } else if (state.inflight.has(turn)) {
+      state.nextStates.set(turn, message);
+    }
+    // Otherwise turn k-1 failed or its client went away: it has nothing to complete.
+  }
+
+  private end(state: SessionState, why: Exclude<RecordEnd, 'next_turn'>): void {
+    if (state.ended) return;
+    state.ended = why;
+    for (const pending of [...state.waiting.values()].sort((a, b) => a.turn - b.turn)) {
+      this.write(state, pending, null, why);
+    }
+    state.waiting.clear();
+    // Turns still generating keep a reference to `state` and are written when they complete.
+    if (this.sessions.get(state.id) === state) this.sessions.delete(state.id);
+  }
+
+  private touch(state: SessionState): void {
+    state.lastActive = this.now();
+    this.sessions.delete(state.id);
+    this.sessions.set(state.id, state);
+  }
+
+  private makeRoom(): void {
+    if (this.sessions.size < this.maxSessions) return;
+    for (const state of this.sessions.values()) {
+      if (state.inflight.size > 0) continue;
+      this.logger.warn(
+        { sessionId: state.id, maxSessions: this.maxSessions },
+        'capture: too many open sessions; evicting the least recently active one',
+      );
+      this.end(state, 'idle_eviction');
+      this.counts.evictedSessions++;
+      return;
+    }
+  }
+
+  private write(state: SessionState, pending: PendingTurn, next: ChatMessage | null, end: RecordEnd): void {
+    const outcome = pending.outcome;
+    if (!outcome) return;
+    if (this.closed) {
+      this.counts.dropped++;
+      return;
+    }
+    const record: TurnRecord = {
+      session_id: state.id,
+      turn: pending.turn,
+      request_id: outcome.requestId,
+      model: outcome.model,
+      weight_version: outcome.weightVersion,
+      messages: pending.messages,
+      tools: pending.tools,
+      prompt_token_ids: outcome.promptTokenIds,
+      response_token_ids: outcome.tokenIds,
+      response_logprobs: outcome.logprobs,
+      response_text: outcome.text,
+      tool_calls: outcome.toolCalls,
+      finish_reason: outcome.finishReason,
+      sampling: outcome.sampling,
+      next_state: next,
+      session_done: end === 'session_done',
+      end,
+      turn_type_defaulted: pending.turnTypeDefaulted,
+      started_at: pending.startedAt,
+      finished_at: pending.finishedAt ?? new Date(this.now()).toISOString(),
+    };
+    this.counts.records++;
+    this.chain = this.chain
+      .then(() => this.sink.write(record))
+      .catch((err: unknown) => {
+        this.counts.writeErrors++;
+        this.logger.error(
+          { err, sessionId: state.id, turn: pending.turn },
+          'capture: writing a turn record failed',
+        );
+      });
+  }
+}

@@ -1,0 +1,18 @@
+/** `clawray/rollout`: rollout engines, standalone and as the `RolloutEngine` actor. */
+export type { ChatMessage, ChatModel, ToolCall, ToolSchema } from './chat-model.js';
+export { type ExecutionProvider, OnnxDecoder } from './onnx-decoder.js';
+export {
+  EngineBusyError,
+  type FinishReason,
+  type GenerateRequest,
+  type GenerateResult,
+  GenerationEngine,
+} from './rollout-engine.js';
+export {
+  type ChatRequest,
+  type ChatResult,
+  RolloutEngine,
+  type RolloutEngineOptions,
+} from './rollout-engine-actor.js';
+export { RolloutModel, type RolloutModelOptions } from './rollout-model.js';
+export { type SamplingParams, sample } from './sampler.js';

@@ -1,0 +1,875 @@
+/**
+ * The OpenAI-compatible HTTP server of a rollout engine: `/v1/chat/completions` (JSON and real
+ * token-by-token SSE), `/v1/models`, `/healthz`, with OpenClaw-RL's RL capture headers
+ * (`X-Session-Id`, `X-Turn-Type`, `X-Session-Done`, or the body keys `session_id`,
+ * `turn_type`, `session_done`) feeding a `TurnRecorder`.
+ *
+ * Token ids and logprobs come from the engine (`ChatModel.generate`); nothing is re-tokenized.
+ * Responses add a few non-standard fields for RL clients, ignored by OpenAI clients:
+ * `prompt_token_ids`, `weight_version`, `choices[0].token_ids` (and `session_id` when sent).
+ *
+ * Streaming notes:
+ * - Headers are sent with the first sampled token, not before, so a request the engine turns
+ *   away (queue full → 429, bad request → 400) still gets a proper status and JSON error.
+ * - Text is detokenized incrementally (a token that ends inside a multi-byte character waits
+ *   for the next one), and text that could be the start of a stop string or of a
+ *   `<tool_call>` block is held back; tool calls are parsed at the end and sent as one
+ *   `tool_calls` delta before the finishing chunk.
+ * - The engine reports top logprobs only at the end, so with `top_logprobs > 0` the logprob
+ *   entries of a stream all arrive in the finishing chunk; with `top_logprobs` 0 each chunk
+ *   carries the entry of its token.
+ * - A client that disconnects does not stop generation (GenerateRequest has no cancel); its
+ *   turn is not recorded and counts as status 499.
+ */
+import { randomBytes } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { Counter, Histogram, type Registry } from 'prom-client';
+import { z } from 'zod';
+import { tokenMatches } from '../../common/auth.js';
+import { ConfigError } from '../../common/errors.js';
+import { type Logger, silentLogger } from '../../common/logger.js';
+import { LATENCY_BUCKETS_S } from '../../common/metrics.js';
+import {
+  type CaptureContext,
+  parseCaptureContext,
+  type TurnHandle,
+  type TurnRecorder,
+  type TurnSampling,
+} from './capture-recorder.js';
+import type { ChatMessage, ChatModel, ToolCall, ToolSchema } from './chat-model.js';
+import { EngineBusyError, type GenerateRequest, type GenerateResult } from './rollout-engine.js';
+import type { Sampled } from './sampler.js';
+
+export interface OpenAiServerOptions {
+  model: ChatModel;
+  /** Bearer token; when set every route except `/healthz` requires `Authorization: Bearer <token>`. */
+  token?: string;
+  /** RL capture of main turns; without it the capture headers are accepted and ignored. */
+  recorder?: TurnRecorder;
+  registry?: Registry;
+  logger?: Logger;
+  /** Largest request body in bytes. Default 32 MiB (agent contexts are long). */
+  bodyLimit?: number;
+  /** `max_tokens` when a request gives none. Default: the engine's own default. */
+  defaultMaxTokens?: number;
+  /** Text that opens a tool call in generated text; held back from streamed content. Default `<tool_call>`. */
+  toolCallStart?: string;
+}
+
+const CHAT_ROUTE = '/v1/chat/completions';
+
+// ---------------------------------------------------------------------------------------------
+// Request schema (unknown fields are dropped, like OpenAI ignores them)
+
+const contentPart = z.object({ type: z.string(), text: z.string().optional() }).superRefine((part, ctx) => {
+  if (part.type !== 'text') {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['type'],
+      message: `content part type '${part.type}' is not supported: this model takes text parts only`,
+    });
+  } else if (typeof part.text !== 'string') {
+    ctx.addIssue({ code: 'custom', path: ['text'], message: 'a text part needs a string `text`' });
+  }
+});
+
+const toolCallSchema = z.object({
+  id: z.string(),
+  type: z.literal('function').default('function'),
+  function: z.object({
+    name: z.string(),
+    arguments: z.union([z.string(), z.record(z.string(), z.unknown())]).default('{}'),
+  }),
+});
+
+const messageSchema = z.object({
+  role: z.enum(['system', 'developer', 'user', 'assistant', 'tool']),
+  content: z.union([z.string(), z.array(contentPart)]).nullish(),
+  name: z.string().optional(),
+  tool_calls: z.array(toolCallSchema).nullish(),
+  tool_call_id: z.string().optional(),
+});
+
+const toolSchema = z.object({
+  type: z.literal('function'),
+  function: z.object({
+    name: z.string().min(1),
+    description: z.string().optional(),
+    parameters: z.record(z.string(), z.unknown()).optional(),
+  }),
+});
+
+const chatRequestSchema = z.object({
+  model: z.string(),
+  messages: z.array(messageSchema).min(1, 'messages must hold at least one message'),
+  tools: z.array(toolSchema).nullish(),
+  tool_choice: z.unknown().optional(),
+  temperature: z.number().min(0).max(2).nullish(),
+  top_p: z.number().gt(0).max(1).nullish(),
+  top_k: z.number().int().min(-1).nullish(),
+  max_tokens: z.number().int().min(1).nullish(),
+  max_completion_tokens: z.number().int().min(1).nullish(),
+  stop: z.union([z.string(), z.array(z.string())]).nullish(),
+  seed: z.number().int().nullish(),
+  logprobs: z.boolean().nullish(),
+  top_logprobs: z.number().int().min(0).max(20).nullish(),
+  stream: z.boolean().nullish(),
+  stream_options: z.object({ include_usage: z.boolean().nullish() }).nullish(),
+  n: z.number().int().nullish(),
+  session_id: z.union([z.string(), z.number()]).nullish(),
+  turn_type: z.string().nullish(),
+  session_done: z.union([z.boolean(), z.string(), z.number()]).nullish(),
+});
+
+type ChatRequest = z.infer<typeof chatRequestSchema>;
+
+// ---------------------------------------------------------------------------------------------
+// Errors in OpenAI's shape
+
+/** An error with its HTTP status and OpenAI's `{error: {message, type, param, code}}` body. */
+export class OpenAiHttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly type: string,
+    readonly param: string | null = null,
+    readonly code: string | null = null,
+  ) {
+    super(message);
+    this.name = 'OpenAiHttpError';
+  }
+
+  body(): { error: { message: string; type: string; param: string | null; code: string | null } } {
+    return { error: { message: this.message, type: this.type, param: this.param, code: this.code } };
+  }
+}
+
+function invalid(message: string, param: string | null = null, code: string | null = null): OpenAiHttpError {
+  return new OpenAiHttpError(400, message, 'invalid_request_error', param, code);
+}
+
+/** `['messages', 0, 'content']` → `messages[0].content`. */
+function paramPath(path: readonly PropertyKey[]): string | null {
+  let out = '';
+  for (const key of path) {
+    if (typeof key === 'number') out += `[${key}]`;
+    else out += out ? `.${String(key)}` : String(key);
+  }
+  return out || null;
+}
+
+function fromZod(error: z.ZodError): OpenAiHttpError {
+  const issues = error.issues;
+  const first = issues[0];
+  const param = first ? paramPath(first.path) : null;
+  const describe = (issue: z.core.$ZodIssue) => {
+    const p = paramPath(issue.path);
+    return p ? `'${p}': ${issue.message}` : issue.message;
+  };
+  const message =
+    issues.length === 0
+      ? 'invalid request'
+      : `Invalid request: ${issues.slice(0, 5).map(describe).join('; ')}${issues.length > 5 ? ` (and ${issues.length - 5} more)` : ''}`;
+  return invalid(
+    param === null && first?.path.length === 0 ? `${message} (send a JSON object)` : message,
+    param,
+  );
+}
+
+function toOpenAiError(err: unknown): OpenAiHttpError {
+  if (err instanceof OpenAiHttpError) return err;
+  if (err instanceof z.ZodError) return fromZod(err);
+  if (err instanceof EngineBusyError) {
+    return new OpenAiHttpError(429, err.message, 'requests', null, 'rate_limit_exceeded');
+  }
+  if (err instanceof ConfigError) {
+    const param = typeof err.fields.param === 'string' ? err.fields.param : null;
+    const code = /context/.test(err.message) ? 'context_length_exceeded' : null;
+    return invalid(err.message, param, code);
+  }
+  const status = (err as { statusCode?: unknown }).statusCode;
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    // Fastify's own: bad JSON, unsupported content type, body too large, …
+    return new OpenAiHttpError(status, (err as Error).message, 'invalid_request_error');
+  }
+  return new OpenAiHttpError(
+    500,
+    'The server had an error while processing your request; see the rollout server log',
+    'server_error',
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Text helpers
+
+function joinContent(content: ChatRequest['messages'][number]['content']): string | null {
+  if (content === undefined || content === null) return null;
+  if (typeof content === 'string') return content;
+  return content.map((p) => p.text ?? '').join('\n');
+}
+
+function normalizeMessages(messages: ChatRequest['messages']): ChatMessage[] {
+  return messages.map((m) => {
+    const out: ChatMessage = {
+      role: m.role === 'developer' ? 'system' : m.role,
+      content: joinContent(m.content),
+    };
+    if (m.tool_calls && m.tool_calls.length > 0) {
+      out.tool_calls = m.tool_calls.map((c) => ({
+        id: c.id,
+        type: 'function',
+        function: {
+          name: c.function.name,
+          arguments:
+            typeof c.function.arguments === 'string'
+              ? c.function.arguments
+              : JSON.stringify(c.function.arguments),
+        },
+      }));
+    }
+    if (m.tool_call_id !== undefined) out.tool_call_id = m.tool_call_id;
+    if (m.name !== undefined) out.name = m.name;
+    return out;
+  });
+}
+
+/**
+ * Incremental detokenization (as in Hugging Face TGI): decodes a short window so the text of
+ * each new token is right even when tokens split characters; emits nothing while the window
+ * ends inside a multi-byte character.
+ */
+class IncrementalText {
+  private readonly ids: number[] = [];
+  private prefix = 0;
+  private read = 0;
+
+  constructor(private readonly decode: (ids: number[]) => string) {}
+
+  push(id: number): string {
+    this.ids.push(id);
+    const prefixText = this.prefix < this.read ? this.decode(this.ids.slice(this.prefix, this.read)) : '';
+    const full = this.decode(this.ids.slice(this.prefix));
+    if (full.length > prefixText.length && !full.endsWith('\uFFFD')) {
+      const delta = full.slice(prefixText.length);
+      this.prefix = this.read;
+      this.read = this.ids.length;
+      return delta;
+    }
+    return '';
+  }
+}
+
+/**
+ * Decides how much of the streamed text is safe to send: never a stop string or what follows
+ * it, never a tool-call block, and not a tail that may yet become one of those.
+ */
+class ContentGate {
+  private text = '';
+  private sentLength = 0;
+  private halted = false;
+  private readonly maxLength: number;
+
+  constructor(private readonly barriers: string[]) {
+    this.maxLength = Math.max(0, ...barriers.map((b) => b.length));
+  }
+
+  get sent(): string {
+    return this.text.slice(0, this.sentLength);
+  }
+
+  push(delta: string): string {
+    if (this.halted || !delta) return '';
+    this.text += delta;
+    let limit = this.text.length;
+    const from = Math.max(0, this.sentLength - this.maxLength);
+    for (const b of this.barriers) {
+      const at = this.text.indexOf(b, from);
+      if (at >= 0 && at < limit) {
+        limit = at;
+        this.halted = true;
+      }
+    }
+    if (!this.halted) {
+      for (const b of this.barriers) {
+        for (let k = Math.min(b.length - 1, this.text.length); k > 0; k--) {
+          if (this.text.endsWith(b.slice(0, k))) {
+            limit = Math.min(limit, this.text.length - k);
+            break;
+          }
+        }
+      }
+    }
+    if (limit <= this.sentLength) return '';
+    const out = this.text.slice(this.sentLength, limit);
+    this.sentLength = limit;
+    return out;
+  }
+}
+
+function cutAtStop(text: string, stops: string[]): { text: string; hit: boolean } {
+  let cut = -1;
+  for (const s of stops) {
+    const at = text.indexOf(s);
+    if (at >= 0 && (cut < 0 || at < cut)) cut = at;
+  }
+  return cut >= 0 ? { text: text.slice(0, cut), hit: true } : { text, hit: false };
+}
+
+interface LogprobEntry {
+  token: string;
+  logprob: number;
+  bytes: number[];
+  top_logprobs: { token: string; logprob: number; bytes: number[] }[];
+}
+
+function finiteLogprob(x: number): number {
+  return Number.isFinite(x) ? x : -9999;
+}
+
+function tokenInfo(
+  model: ChatModel,
+  tokenId: number,
+  logprob: number,
+): { token: string; logprob: number; bytes: number[] } {
+  const token = model.tokenText(tokenId);
+  return { token, logprob: finiteLogprob(logprob), bytes: [...Buffer.from(token, 'utf8')] };
+}
+
+function logprobEntry(model: ChatModel, tokenId: number, logprob: number, top?: Sampled[]): LogprobEntry {
+  return {
+    ...tokenInfo(model, tokenId, logprob),
+    top_logprobs: (top ?? []).map((t) => tokenInfo(model, t.tokenId, t.logprob)),
+  };
+}
+
+function completionId(): string {
+  return `chatcmpl-${randomBytes(12).toString('hex')}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Metrics
+
+function getOrCreate<T>(registry: Registry, name: string, make: () => T): T {
+  return (registry.getSingleMetric(name) as T | undefined) ?? make();
+}
+
+interface ServerMetrics {
+  requests: Counter<'status'>;
+  tokens: Counter;
+  ttft: Histogram;
+  tokenLatency: Histogram;
+  missingHeaders: Counter<'header'>;
+}
+
+function createMetrics(registry: Registry): ServerMetrics {
+  return {
+    requests: getOrCreate(
+      registry,
+      'clawray_rollout_requests_total',
+      () =>
+        new Counter({
+          name: 'clawray_rollout_requests_total',
+          help: 'Chat completion requests served by the OpenAI-compatible server, by HTTP status (499: client went away)',
+          labelNames: ['status'],
+          registers: [registry],
+        }),
+    ),
+    tokens: getOrCreate(
+      registry,
+      'clawray_rollout_tokens_total',
+      () =>
+        new Counter({
+          name: 'clawray_rollout_tokens_total',
+          help: 'Tokens generated for chat completion requests',
+          registers: [registry],
+        }),
+    ),
+    ttft: getOrCreate(
+      registry,
+      'clawray_rollout_time_to_first_token_seconds',
+      () =>
+        new Histogram({
+          name: 'clawray_rollout_time_to_first_token_seconds',
+          help: 'Time from receiving a chat completion request to its first generated token',
+          buckets: [...LATENCY_BUCKETS_S, 30, 60],
+          registers: [registry],
+        }),
+    ),
+    tokenLatency: getOrCreate(
+      registry,
+      'clawray_rollout_token_latency_seconds',
+      () =>
+        new Histogram({
+          name: 'clawray_rollout_token_latency_seconds',
+          help: 'Time between consecutive generated tokens of one chat completion request',
+          buckets: LATENCY_BUCKETS_S,
+          registers: [registry],
+        }),
+    ),
+    missingHeaders: getOrCreate(
+      registry,
+      'clawray_rollout_capture_missing_headers_total',
+      () =>
+        new Counter({
+          name: 'clawray_rollout_capture_missing_headers_total',
+          help: 'Chat requests without an RL capture header (session_id: not recorded; turn_type: defaulted to main)',
+          labelNames: ['header'],
+          registers: [registry],
+        }),
+    ),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The server
+
+interface Prepared {
+  id: string;
+  created: number;
+  body: ChatRequest;
+  messages: ChatMessage[];
+  tools?: ToolSchema[];
+  parseTools: boolean;
+  stops: string[];
+  topLogprobs: number;
+  wantLogprobs: boolean;
+  promptTokenIds: number[];
+  capture?: CaptureContext;
+  handle?: TurnHandle;
+  startedAt: number;
+}
+
+interface Finished {
+  text: string;
+  content: string | null;
+  toolCalls: ToolCall[];
+  finishReason: 'stop' | 'length' | 'tool_calls';
+}
+
+export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstance {
+  const { model, token, recorder } = options;
+  const log = options.logger ?? silentLogger;
+  const metrics = options.registry ? createMetrics(options.registry) : undefined;
+  const toolCallStart = options.toolCallStart ?? '<tool_call>';
+  const counted = new WeakSet<FastifyRequest>();
+  const app = Fastify({ logger: false, bodyLimit: options.bodyLimit ?? 32 * 1024 * 1024 });
+
+  const countStatus = (request: FastifyRequest, status: number) => {
+    if (counted.has(request)) return;
+    counted.add(request);
+    metrics?.requests.inc({ status: String(status) });
+  };
+
+  if (token) {
+    app.addHook('onRequest', async (request, reply) => {
+      if (request.url === '/healthz' || request.url.startsWith('/healthz?')) return;
+      if (tokenMatches(request.headers.authorization, token)) return;
+      reply.header('www-authenticate', 'Bearer');
+      throw new OpenAiHttpError(
+        401,
+        'Incorrect or missing API key: send "Authorization: Bearer <token>" with the token this rollout server was started with',
+        'invalid_request_error',
+        null,
+        'invalid_api_key',
+      );
+    });
+  }
+
+  app.addHook('onResponse', async (request, reply) => {
+    if (request.routeOptions.url === CHAT_ROUTE) countStatus(request, reply.statusCode);
+  });
+
+  app.setErrorHandler((err, request, reply) => {
+    const e = toOpenAiError(err);
+    if (e.status >= 500) log.error({ err, url: request.url }, 'chat server: request failed');
+    else
+      log.debug({ status: e.status, message: e.message, url: request.url }, 'chat server: request refused');
+    if (e.status === 429) reply.header('retry-after', '1');
+    reply.status(e.status).type('application/json').send(e.body());
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    reply
+      .status(404)
+      .send(
+        new OpenAiHttpError(
+          404,
+          `Invalid URL (${request.method} ${request.url})`,
+          'invalid_request_error',
+        ).body(),
+      );
+  });
+
+  app.get('/healthz', async () => ({ status: 'ok', model: model.id, weightVersion: model.weightVersion }));
+
+  const modelCreated = Math.floor(Date.now() / 1000);
+  const modelCard = () => ({ id: model.id, object: 'model', created: modelCreated, owned_by: 'clawray' });
+  app.get('/v1/models', async () => ({ object: 'list', data: [modelCard()] }));
+  app.get<{ Params: { id: string } }>('/v1/models/:id', async (request) => {
+    if (request.params.id !== model.id) throw modelNotFound(request.params.id);
+    return modelCard();
+  });
+
+  app.post(CHAT_ROUTE, async (request, reply) => {
+    const prepared = prepare(request);
+    if (prepared.body.stream) return stream(request, reply, prepared);
+    return complete(request, reply, prepared);
+  });
+
+  function modelNotFound(id: string): OpenAiHttpError {
+    return new OpenAiHttpError(
+      404,
+      `The model '${id}' does not exist; this server serves '${model.id}'`,
+      'invalid_request_error',
+      'model',
+      'model_not_found',
+    );
+  }
+
+  function prepare(request: FastifyRequest): Prepared {
+    const startedAt = performance.now();
+    const parsed = chatRequestSchema.safeParse(request.body);
+    if (!parsed.success) throw fromZod(parsed.error);
+    const body = parsed.data;
+    if (body.model !== model.id) throw modelNotFound(body.model);
+    if (body.n !== undefined && body.n !== null && body.n !== 1) {
+      throw invalid(`'n' must be 1: this server returns one choice per request (got ${body.n})`, 'n');
+    }
+    const toolChoice = body.tool_choice ?? 'auto';
+    if (toolChoice !== 'auto' && toolChoice !== 'none') {
+      throw invalid(
+        `'tool_choice' must be 'auto' or 'none' here (got ${JSON.stringify(toolChoice)})`,
+        'tool_choice',
+      );
+    }
+    const messages = normalizeMessages(body.messages);
+    const tools: ToolSchema[] | undefined =
+      body.tools && body.tools.length > 0
+        ? body.tools.map((t) => ({
+            type: 'function',
+            function: {
+              name: t.function.name,
+              ...(t.function.description !== undefined ? { description: t.function.description } : {}),
+              ...(t.function.parameters !== undefined ? { parameters: t.function.parameters } : {}),
+            },
+          }))
+        : undefined;
+    const capture = recorder ? parseCaptureContext(request.headers, body) : undefined;
+    let promptTokenIds: number[];
+    try {
+      promptTokenIds = model.encodeChat(messages, tools);
+    } catch (err) {
+      throw invalid(
+        `the chat template could not be applied to these messages: ${(err as Error).message}`,
+        'messages',
+      );
+    }
+    const stops = (typeof body.stop === 'string' ? [body.stop] : (body.stop ?? [])).filter(
+      (s) => s.length > 0,
+    );
+    const wantLogprobs = body.logprobs === true;
+    const prepared: Prepared = {
+      id: completionId(),
+      created: Math.floor(Date.now() / 1000),
+      body,
+      messages,
+      ...(tools ? { tools } : {}),
+      parseTools: tools !== undefined && toolChoice !== 'none',
+      stops,
+      wantLogprobs,
+      topLogprobs: wantLogprobs ? (body.top_logprobs ?? 0) : 0,
+      promptTokenIds,
+      startedAt,
+    };
+    if (recorder && capture) {
+      if (!capture.sessionId) metrics?.missingHeaders.inc({ header: 'session_id' });
+      if (capture.turnTypeDefaulted) metrics?.missingHeaders.inc({ header: 'turn_type' });
+      prepared.capture = capture;
+      // Registered before generation: a main turn hands its last message to the previous
+      // main turn (next_state) in arrival order.
+      prepared.handle = recorder.begin(capture, { messages, ...(tools ? { tools } : {}) });
+    }
+    return prepared;
+  }
+
+  function generateRequest(p: Prepared, onToken: (token: Sampled) => void): GenerateRequest {
+    const b = p.body;
+    const maxTokens = b.max_completion_tokens ?? b.max_tokens ?? options.defaultMaxTokens;
+    const req: GenerateRequest = { promptTokenIds: p.promptTokenIds, onToken };
+    if (maxTokens !== undefined) req.maxTokens = maxTokens;
+    if (b.temperature !== undefined && b.temperature !== null) req.temperature = b.temperature;
+    if (b.top_p !== undefined && b.top_p !== null) req.topP = b.top_p;
+    if (b.top_k !== undefined && b.top_k !== null) req.topK = Math.max(0, b.top_k);
+    if (b.seed !== undefined && b.seed !== null) req.seed = b.seed;
+    if (p.stops.length > 0) req.stop = p.stops;
+    if (p.topLogprobs > 0) req.topLogprobs = p.topLogprobs;
+    return req;
+  }
+
+  /** Per-token metrics; returns the onToken hook, wrapping `inner` so it never throws into the engine. */
+  function tokenHook(p: Prepared, inner?: (token: Sampled) => void): (token: Sampled) => void {
+    let last = 0;
+    return (token) => {
+      try {
+        const now = performance.now();
+        if (metrics) {
+          metrics.tokens.inc();
+          if (last === 0) metrics.ttft.observe((now - p.startedAt) / 1000);
+          else metrics.tokenLatency.observe((now - last) / 1000);
+        }
+        last = now;
+        inner?.(token);
+      } catch (err) {
+        log.error({ err }, 'chat server: handling a streamed token failed');
+      }
+    };
+  }
+
+  function finish(p: Prepared, result: GenerateResult): Finished {
+    let text = result.text ?? model.decode(result.tokenIds);
+    let finishReason: Finished['finishReason'] = result.finishReason;
+    if (result.text === undefined && p.stops.length > 0) {
+      const cut = cutAtStop(text, p.stops);
+      text = cut.text;
+      if (cut.hit) finishReason = 'stop';
+    }
+    let content: string | null = text;
+    let toolCalls: ToolCall[] = [];
+    if (p.parseTools) {
+      const parsed = model.parseToolCalls(text);
+      toolCalls = parsed.toolCalls;
+      content = parsed.content;
+      if (toolCalls.length > 0) {
+        finishReason = 'tool_calls';
+        if (!content) content = null;
+      }
+    }
+    return { text, content, toolCalls, finishReason };
+  }
+
+  function sampling(p: Prepared): TurnSampling {
+    const b = p.body;
+    return {
+      temperature: b.temperature ?? null,
+      top_p: b.top_p ?? null,
+      top_k: b.top_k ?? null,
+      max_tokens: b.max_completion_tokens ?? b.max_tokens ?? options.defaultMaxTokens ?? null,
+      seed: b.seed ?? null,
+    };
+  }
+
+  function record(p: Prepared, result: GenerateResult, done: Finished): void {
+    p.handle?.complete({
+      requestId: p.id,
+      model: model.id,
+      weightVersion: result.weightVersion,
+      promptTokenIds: result.promptTokenIds,
+      tokenIds: result.tokenIds,
+      logprobs: result.logprobs,
+      text: done.text,
+      toolCalls: done.toolCalls,
+      finishReason: done.finishReason,
+      sampling: sampling(p),
+    });
+  }
+
+  function usage(result: GenerateResult) {
+    return {
+      prompt_tokens: result.promptTokenIds.length,
+      completion_tokens: result.tokenIds.length,
+      total_tokens: result.promptTokenIds.length + result.tokenIds.length,
+    };
+  }
+
+  function extras(p: Prepared): Record<string, unknown> {
+    return p.capture?.sessionId ? { session_id: p.capture.sessionId } : {};
+  }
+
+  /** Watches for the client going away before the response has been fully written. */
+  function watchClose(res: ServerResponse): { readonly gone: boolean } {
+    const state = { gone: false };
+    res.once('close', () => {
+      if (!res.writableFinished) state.gone = true;
+    });
+    return state;
+  }
+
+  async function complete(request: FastifyRequest, reply: FastifyReply, p: Prepared) {
+    const client = watchClose(reply.raw);
+    let result: GenerateResult;
+    try {
+      result = await model.generate(generateRequest(p, tokenHook(p)));
+    } catch (err) {
+      p.handle?.abort();
+      throw err;
+    }
+    if (client.gone) {
+      p.handle?.abort();
+      countStatus(request, 499);
+      return reply;
+    }
+    const done = finish(p, result);
+    record(p, result, done);
+    const message: Record<string, unknown> = { role: 'assistant', content: done.content };
+    if (done.toolCalls.length > 0) message.tool_calls = done.toolCalls;
+    const logprobs = p.wantLogprobs
+      ? {
+          content: result.tokenIds.map((id, i) =>
+            logprobEntry(model, id, result.logprobs[i], result.topLogprobs?.[i]),
+          ),
+          refusal: null,
+        }
+      : null;
+    return {
+      id: p.id,
+      object: 'chat.completion',
+      created: p.created,
+      model: model.id,
+      system_fingerprint: `clawray-w${result.weightVersion}`,
+      choices: [
+        {
+          index: 0,
+          message,
+          logprobs,
+          finish_reason: done.finishReason,
+          token_ids: result.tokenIds,
+        },
+      ],
+      usage: usage(result),
+      prompt_token_ids: result.promptTokenIds,
+      weight_version: result.weightVersion,
+      ...extras(p),
+    };
+  }
+
+  async function stream(request: FastifyRequest, reply: FastifyReply, p: Prepared) {
+    const res: ServerResponse<IncomingMessage> = reply.raw;
+    const client = watchClose(res);
+    const text = new IncrementalText((ids) => model.decode(ids));
+    const barriers = [...p.stops, ...(p.parseTools ? [toolCallStart] : [])];
+    const gate = new ContentGate(barriers);
+    const deferLogprobs = p.topLogprobs > 0;
+    let started = false;
+    let fingerprint = `clawray-w${model.weightVersion}`;
+
+    const send = (data: unknown) => {
+      if (!client.gone && !res.writableEnded) res.write(`data: ${JSON.stringify(data)}\n\n`);
+    };
+    const chunk = (choice: Record<string, unknown>, more: Record<string, unknown> = {}) => ({
+      id: p.id,
+      object: 'chat.completion.chunk',
+      created: p.created,
+      model: model.id,
+      system_fingerprint: fingerprint,
+      choices: [{ index: 0, logprobs: null, finish_reason: null, ...choice }],
+      ...more,
+    });
+    const start = () => {
+      if (started) return;
+      started = true;
+      reply.hijack();
+      if (client.gone) return;
+      res.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache',
+        connection: 'keep-alive',
+        'x-accel-buffering': 'no',
+      });
+      send(
+        chunk(
+          { delta: { role: 'assistant', content: '' }, token_ids: [] },
+          { prompt_token_ids: p.promptTokenIds, ...extras(p) },
+        ),
+      );
+    };
+
+    const onToken = tokenHook(p, (token) => {
+      start();
+      if (client.gone) return;
+      const delta = gate.push(text.push(token.tokenId));
+      const entry =
+        p.wantLogprobs && !deferLogprobs ? logprobEntry(model, token.tokenId, token.logprob) : undefined;
+      if (!delta && !entry) return;
+      send(
+        chunk({
+          delta: { content: delta },
+          ...(entry ? { logprobs: { content: [entry], refusal: null } } : {}),
+          token_ids: [token.tokenId],
+        }),
+      );
+    });
+
+    let result: GenerateResult;
+    try {
+      result = await model.generate(generateRequest(p, onToken));
+    } catch (err) {
+      p.handle?.abort();
+      if (!started) throw err; // nothing sent yet: a proper status and JSON error
+      const e = toOpenAiError(err);
+      log.error({ err }, 'chat server: generation failed mid-stream');
+      countStatus(request, e.status);
+      send(e.body());
+      if (!client.gone) res.end();
+      return;
+    }
+    start();
+    if (client.gone) {
+      p.handle?.abort();
+      countStatus(request, 499);
+      return;
+    }
+    fingerprint = `clawray-w${result.weightVersion}`;
+    const done = finish(p, result);
+    record(p, result, done);
+    const sent = gate.sent;
+    const final = done.content ?? '';
+    if (final.length > sent.length && final.startsWith(sent)) {
+      send(chunk({ delta: { content: final.slice(sent.length) }, token_ids: [] }));
+    }
+    if (done.toolCalls.length > 0) {
+      send(
+        chunk({
+          delta: {
+            tool_calls: done.toolCalls.map((c, index) => ({
+              index,
+              id: c.id,
+              type: 'function',
+              function: { name: c.function.name, arguments: c.function.arguments },
+            })),
+          },
+          token_ids: [],
+        }),
+      );
+    }
+    const logprobs =
+      p.wantLogprobs && deferLogprobs
+        ? {
+            content: result.tokenIds.map((id, i) =>
+              logprobEntry(model, id, result.logprobs[i], result.topLogprobs?.[i]),
+            ),
+            refusal: null,
+          }
+        : null;
+    send(
+      chunk(
+        { delta: {}, logprobs, finish_reason: done.finishReason, token_ids: [] },
+        { weight_version: result.weightVersion },
+      ),
+    );
+    if (p.body.stream_options?.include_usage) {
+      send({
+        id: p.id,
+        object: 'chat.completion.chunk',
+        created: p.created,
+        model: model.id,
+        system_fingerprint: fingerprint,
+        choices: [],
+        usage: usage(result),
+      });
+    }
+    if (!client.gone) res.end('data: [DONE]\n\n');
+  }
+
+  return app;
+}

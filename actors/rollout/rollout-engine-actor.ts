@@ -1,0 +1,86 @@
+/**
+ * `RolloutEngine`: a rollout model as an actor. The constructor starts loading the model
+ * (an actor's constructor cannot wait); every method waits for it, and `ready()` reports
+ * the load (or its error) to callers that want to know up front.
+ *
+ *   const engine = await cluster.createActor({ module: 'clawray/rollout', className: 'RolloutEngine',
+ *     args: [{ modelDir: '/models/tiny' }], options: { numGpus: 0.5 } });
+ *   await engine.call('ready');
+ */
+import { register } from 'prom-client';
+import type { ChatMessage, ToolCall, ToolSchema } from './chat-model.js';
+import type { GenerateRequest, GenerateResult } from './rollout-engine.js';
+import { RolloutModel, type RolloutModelOptions } from './rollout-model.js';
+
+export type RolloutEngineOptions = Omit<RolloutModelOptions, 'registry'>;
+
+export interface ChatRequest extends Omit<GenerateRequest, 'promptTokenIds' | 'onToken'> {
+  messages: ChatMessage[];
+  tools?: ToolSchema[];
+}
+
+export interface ChatResult extends GenerateResult {
+  content: string;
+  toolCalls: ToolCall[];
+}
+
+export class RolloutEngine {
+  private readonly loading: Promise<RolloutModel>;
+
+  constructor(options: RolloutEngineOptions) {
+    // Metrics go to prom-client's default registry, which the node agent exports.
+    this.loading = RolloutModel.load({ ...options, registry: register });
+    this.loading.catch(() => {
+      // Reported by ready() and every call.
+    });
+  }
+
+  async ready(): Promise<{ id: string; provider: string; weightVersion: number }> {
+    const model = await this.loading;
+    return { id: model.id, provider: model.provider, weightVersion: model.weightVersion };
+  }
+
+  async generate(request: Omit<GenerateRequest, 'onToken'>): Promise<GenerateResult> {
+    return (await this.loading).generate(request);
+  }
+
+  /** Applies the chat template, generates, and splits tool calls out of the text. */
+  async chat(request: ChatRequest): Promise<ChatResult> {
+    const model = await this.loading;
+    const { messages, tools, ...sampling } = request;
+    const result = await model.generate({ ...sampling, promptTokenIds: model.encodeChat(messages, tools) });
+    const text = result.text ?? model.decode(result.tokenIds);
+    const { content, toolCalls } = tools?.length
+      ? model.parseToolCalls(text)
+      : { content: text, toolCalls: [] };
+    return { ...result, content, toolCalls };
+  }
+
+  async computeLogprobs(tokenIds: number[], fromIndex = 1): Promise<number[]> {
+    return (await this.loading).computeLogprobs(tokenIds, fromIndex);
+  }
+
+  /** New weights by Hugging Face name (a plain object of Float32Arrays arrives over the wire). */
+  async updateWeights(
+    version: number,
+    tensors: Record<string, Float32Array> | Map<string, Float32Array>,
+  ): Promise<number> {
+    const model = await this.loading;
+    await model.updateWeights(version, tensors instanceof Map ? tensors : new Map(Object.entries(tensors)));
+    return model.weightVersion;
+  }
+
+  async stats(): Promise<{ weightVersion: number; queueDepth: number; batchSize: number; provider: string }> {
+    const model = await this.loading;
+    return {
+      weightVersion: model.weightVersion,
+      queueDepth: model.engine.queueDepth,
+      batchSize: model.engine.batchSize,
+      provider: model.provider,
+    };
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await (await this.loading.catch(() => undefined))?.close();
+  }
+}

@@ -1,0 +1,68 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { initRandomModel } from '../actors/models/model-init.js';
+import type { ChatResult, RolloutEngine } from '../actors/rollout/index.js';
+import type { ActorHandle } from '../actors/runtime/actor-handle.js';
+import type { Cluster } from '../actors/runtime/cluster.js';
+import { TestCluster } from './helpers/processes.js';
+
+describe('RolloutEngine as an actor', () => {
+  const tc = new TestCluster();
+  const root = mkdtempSync(join(tmpdir(), 'clawray-rollout-actor-'));
+  const modelDir = join(root, 'tiny');
+  let cluster: Cluster;
+  let engine: ActorHandle<RolloutEngine>;
+
+  beforeAll(async () => {
+    initRandomModel({ preset: 'tiny', outDir: modelDir, seed: 11 });
+    await tc.startHead();
+    await tc.startWorker({ gpus: 1 });
+    cluster = await tc.connect();
+    engine = await cluster.createActor<RolloutEngine>({
+      module: 'clawray/rollout',
+      className: 'RolloutEngine',
+      args: [{ modelDir, maxBatchSize: 8 }],
+      options: { numGpus: 0.5 },
+    });
+  });
+  afterAll(async () => {
+    await tc.teardown();
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it('loads the model and reports the execution provider', async () => {
+    const ready = await engine.remote.ready();
+    // No CUDA build of onnxruntime here: the GPU-holding actor falls back to the CPU provider.
+    expect(ready).toMatchObject({ id: 'tiny', provider: 'cpu', weightVersion: 0 });
+  });
+
+  it('serves concurrent chats with token ids and logprobs that teacher scoring reproduces', async () => {
+    const results = (await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        engine.remote.chat({
+          messages: [{ role: 'user', content: `question ${i}` }],
+          maxTokens: 12,
+          seed: i,
+        }),
+      ),
+    )) as ChatResult[];
+    for (const r of results) {
+      expect(r.tokenIds.length).toBeGreaterThan(0);
+      const scored = await engine.remote.computeLogprobs(
+        [...r.promptTokenIds, ...r.tokenIds],
+        r.promptTokenIds.length,
+      );
+      for (let k = 0; k < scored.length; k++) expect(Math.abs(scored[k] - r.logprobs[k])).toBeLessThan(1e-4);
+    }
+  });
+
+  it('takes new weights over the wire as typed arrays', async () => {
+    const name = 'model.norm.weight';
+    const version = await engine.remote.updateWeights(1, { [name]: new Float32Array(64).fill(3) });
+    expect(version).toBe(1);
+    const out = await engine.remote.generate({ promptTokenIds: [1, 2, 3], maxTokens: 4 });
+    expect(out.weightVersion).toBe(1);
+  });
+});
