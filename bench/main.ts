@@ -13,6 +13,11 @@ const BENCHES: Record<string, { describe: string; run: Bench }> = {
       'actor calls (sync, pipelined) vs bare grpc-js and node:http2, warm-pool creation, scheduling, placement groups vs bare grpc-js unary',
     run: async () => (await import('./actors-bench.js')).runActorsBench(),
   },
+  rollout: {
+    describe:
+      'rollout engine on the small preset: 16 vs 1 concurrent requests, KV cache vs recompute, TTFT, weight swap',
+    run: async () => (await import('./rollout-bench.js')).runRolloutBench(),
+  },
 };
 
 function usage(): string {

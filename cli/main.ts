@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { packageRoot } from '../common/package-root.js';
 import { EXIT_USAGE, exitOnError } from './cli-errors.js';
+import { registerModelCommands } from './model-commands.js';
 import { registerServerCommands } from './server-commands.js';
 import { registerStatusCommands } from './status-commands.js';
 
@@ -21,6 +22,7 @@ const program = new Command()
 
 registerServerCommands(program);
 registerStatusCommands(program);
+registerModelCommands(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   if (err instanceof CommanderError) process.exit(err.exitCode === 0 ? 0 : EXIT_USAGE);

@@ -42,7 +42,11 @@ export const modelConfigSchema = z
       });
     }
     if (c.head_dim === undefined && c.hidden_size % c.num_attention_heads !== 0) {
-      ctx.addIssue({ code: 'custom', path: ['head_dim'], message: 'is required when hidden_size is not divisible by num_attention_heads' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['head_dim'],
+        message: 'is required when hidden_size is not divisible by num_attention_heads',
+      });
     }
   });
 
@@ -93,7 +97,9 @@ export function parseModelConfig(raw: unknown, file: string): ModelConfig {
   const result = modelConfigSchema.safeParse(raw);
   if (result.success) return result.data;
   const problems = result.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
-  throw new ConfigError(`${file}: not a config of the supported decoder family (${problems})`, { fields: { file } });
+  throw new ConfigError(`${file}: not a config of the supported decoder family (${problems})`, {
+    fields: { file },
+  });
 }
 
 export function loadModelConfig(dir: string): ModelConfig {
@@ -102,13 +108,19 @@ export function loadModelConfig(dir: string): ModelConfig {
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new ConfigError(`${file}: cannot read the model config (${(err as Error).message})`, { cause: err, fields: { file } });
+    throw new ConfigError(`${file}: cannot read the model config (${(err as Error).message})`, {
+      cause: err,
+      fields: { file },
+    });
   }
   let raw: unknown;
   try {
     raw = JSON.parse(text);
   } catch (err) {
-    throw new ConfigError(`${file}: not valid JSON (${(err as Error).message})`, { cause: err, fields: { file } });
+    throw new ConfigError(`${file}: not valid JSON (${(err as Error).message})`, {
+      cause: err,
+      fields: { file },
+    });
   }
   return parseModelConfig(raw, file);
 }

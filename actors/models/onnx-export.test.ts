@@ -381,6 +381,7 @@ describe('exportDecoderOnnx: graph contract', () => {
       'Softmax',
       'Sqrt',
       'Squeeze',
+      'Tile',
       'Transpose',
       'Unsqueeze',
       'Where',

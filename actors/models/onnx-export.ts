@@ -298,16 +298,6 @@ function rope(ctx: Ctx, x: string, cos: string, sin: string, scope: string): str
   });
 }
 
-/** [batch, kvHeads, len, headDim] → [batch, heads, len, headDim], kv head h serving query heads h·groups…. */
-function repeatKv(ctx: Ctx, x: string, scope: string): string {
-  const { g, d } = ctx;
-  if (d.groups === 1) return x;
-  return g.within(scope, () => {
-    const expanded = g.op('Expand', [g.op('Unsqueeze', [x, g.ints([2])]), g.ints([1, 1, d.groups, 1, 1])]);
-    return g.op('Reshape', [expanded, g.ints([0, d.heads, -1, d.headDim])]);
-  });
-}
-
 interface AttentionInputs {
   cos: string;
   sin: string;
@@ -338,13 +328,21 @@ function attention(ctx: Ctx, x: string, l: number, io: AttentionInputs): string 
     const axis2 = [attr.int('axis', 2)];
     const presentKey = g.opTo(`present.${l}.key`, 'Concat', [`past_key_values.${l}.key`, key], axis2);
     const presentValue = g.opTo(`present.${l}.value`, 'Concat', [`past_key_values.${l}.value`, value], axis2);
-    const keys = repeatKv(ctx, presentKey, 'repeat_k');
-    const values = repeatKv(ctx, presentValue, 'repeat_v');
-
-    const keysT = g.op('Transpose', [keys], [attr.ints('perm', [0, 1, 3, 2])]);
-    const scores = g.op('Mul', [g.op('MatMul', [query, keysT]), g.scalar(1 / Math.sqrt(d.headDim))]);
-    const probs = g.op('Softmax', [g.op('Add', [scores, io.mask])], [attr.int('axis', -1)]);
-    const context = g.op('MatMul', [probs, values]);
+    // Grouped-query attention without copying keys and values per query head: the `groups`
+    // query heads that share a kv head are stacked along the sequence axis ([batch, heads,
+    // seq, hd] → [batch, kvHeads, groups·seq, hd] is a free reshape), which made batched
+    // decode steps several times cheaper than repeating the cache with Expand.
+    const grouped = g.op('Reshape', [query, g.ints([0, d.kvHeads, -1, d.headDim])]);
+    const keysT = g.op('Transpose', [presentKey], [attr.ints('perm', [0, 1, 3, 2])]);
+    const scores = g.op('Mul', [g.op('MatMul', [grouped, keysT]), g.scalar(1 / Math.sqrt(d.headDim))]);
+    // Rows are (group, token) pairs, group-major: the [batch, 1, seq, total] mask repeats per group.
+    const mask = d.groups === 1 ? io.mask : g.op('Tile', [io.mask, g.ints([1, 1, d.groups, 1])]);
+    const probs = g.op('Softmax', [g.op('Add', [scores, mask])], [attr.int('axis', -1)]);
+    // [batch, kvHeads, groups·seq, hd] → [batch, heads, seq, hd]
+    const context = g.op('Reshape', [
+      g.op('MatMul', [probs, presentValue]),
+      g.ints([0, d.heads, -1, d.headDim]),
+    ]);
     const merged = g.op('Reshape', [
       g.op('Transpose', [context], [attr.ints('perm', [0, 2, 1, 3])]),
       g.ints([0, 0, q]),

@@ -11,7 +11,14 @@ import {
   existsSync,
   fstatSync,
   fsyncSync,
-  openSync, readFileSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
+  openSync,
+  readFileSync,
+  readSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeSync,
+} from 'node:fs';
 import { endianness } from 'node:os';
 import { basename, dirname, isAbsolute, join, normalize } from 'node:path';
 import { ConfigError } from '../../common/errors.js';
@@ -255,14 +262,20 @@ export interface SafetensorsHeader {
 }
 
 /** Parses and validates the header against the size of the data section that follows it. */
-export function parseHeader(json: string, dataStart: number, dataLength: number, file: string): SafetensorsHeader {
+export function parseHeader(
+  json: string,
+  dataStart: number,
+  dataLength: number,
+  file: string,
+): SafetensorsHeader {
   let raw: unknown;
   try {
     raw = JSON.parse(json);
   } catch (err) {
     fail(file, `the safetensors header is not valid JSON (${(err as Error).message})`, undefined, err);
   }
-  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) fail(file, 'the safetensors header is not a JSON object');
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw))
+    fail(file, 'the safetensors header is not a JSON object');
   const tensors = new Map<string, TensorInfo>();
   let metadata: Record<string, string> = {};
   for (const [name, value] of Object.entries(raw as Record<string, unknown>)) {
@@ -277,9 +290,17 @@ export function parseHeader(json: string, dataStart: number, dataLength: number,
       continue;
     }
     if (!value || typeof value !== 'object') fail(file, 'header entry is not an object', name);
-    const { dtype, shape, data_offsets } = value as { dtype?: unknown; shape?: unknown; data_offsets?: unknown };
+    const { dtype, shape, data_offsets } = value as {
+      dtype?: unknown;
+      shape?: unknown;
+      data_offsets?: unknown;
+    };
     if (typeof dtype !== 'string' || !Object.hasOwn(DTYPE_BYTES, dtype)) {
-      fail(file, `unsupported dtype ${JSON.stringify(dtype)} (supported: ${Object.keys(DTYPE_BYTES).join(', ')})`, name);
+      fail(
+        file,
+        `unsupported dtype ${JSON.stringify(dtype)} (supported: ${Object.keys(DTYPE_BYTES).join(', ')})`,
+        name,
+      );
     }
     if (!Array.isArray(shape) || !shape.every((d) => Number.isSafeInteger(d) && d >= 0)) {
       fail(file, `shape must be an array of whole numbers ≥ 0, got ${JSON.stringify(shape)}`, name);
@@ -308,7 +329,11 @@ export function parseHeader(json: string, dataStart: number, dataLength: number,
         name,
       );
     }
-    tensors.set(name, { dtype: dtype as SafetensorsDtype, shape: shape as number[], dataOffsets: [begin, end] });
+    tensors.set(name, {
+      dtype: dtype as SafetensorsDtype,
+      shape: shape as number[],
+      dataOffsets: [begin, end],
+    });
   }
   const byStart = [...tensors].filter(([, t]) => t.dataOffsets[1] > t.dataOffsets[0]);
   byStart.sort((a, b) => a[1].dataOffsets[0] - b[1].dataOffsets[0]);
@@ -329,7 +354,8 @@ export function parseHeader(json: string, dataStart: number, dataLength: number,
 function headerLength(prefix: Uint8Array, fileSize: number, file: string): number {
   if (fileSize < 8) fail(file, `truncated: ${fileSize} bytes, shorter than the 8-byte header length`);
   const n = new DataView(prefix.buffer, prefix.byteOffset, 8).getBigUint64(0, true);
-  if (n > BigInt(MAX_HEADER_BYTES)) fail(file, `header length ${n} is over the ${MAX_HEADER_BYTES}-byte limit (not a safetensors file?)`);
+  if (n > BigInt(MAX_HEADER_BYTES))
+    fail(file, `header length ${n} is over the ${MAX_HEADER_BYTES}-byte limit (not a safetensors file?)`);
   if (Number(n) > fileSize - 8) {
     fail(file, `truncated: the header says ${n} bytes but only ${fileSize - 8} follow the length`);
   }
@@ -339,12 +365,17 @@ function headerLength(prefix: Uint8Array, fileSize: number, file: string): numbe
 // ---------------------------------------------------------------------------------------------
 // Reading
 
-/** Reads a whole safetensors file with one read and converts every tensor to float32. */
+/** Files above this are read tensor by tensor: Node cannot read more than 2 GiB at once. */
+const ONE_READ_LIMIT = 2 ** 30;
+
+/** Reads a whole safetensors file (with one read when it is small) and converts every tensor to float32. */
 export function readSafetensors(file: string): SafetensorsContents {
   let buf: Buffer;
   try {
+    if (statSync(file).size > ONE_READ_LIMIT) return readEachTensor(file);
     buf = readFileSync(file);
   } catch (err) {
+    if (err instanceof ConfigError) throw err;
     fail(file, `cannot read (${(err as Error).message})`, undefined, err);
   }
   const n = headerLength(buf, buf.byteLength, file);
@@ -354,9 +385,22 @@ export function readSafetensors(file: string): SafetensorsContents {
   for (const [name, info] of header.tensors) {
     const [begin, end] = info.dataOffsets;
     const bytes = new Uint8Array(buf.buffer, buf.byteOffset + dataStart + begin, end - begin);
-    tensors.set(name, { dtype: info.dtype, shape: [...info.shape], data: decodeToFloat32(bytes, info.dtype) });
+    tensors.set(name, {
+      dtype: info.dtype,
+      shape: [...info.shape],
+      data: decodeToFloat32(bytes, info.dtype),
+    });
   }
   return { tensors, metadata: header.metadata };
+}
+
+function readEachTensor(file: string): SafetensorsContents {
+  const reader = SafetensorsReader.open(file);
+  try {
+    return { tensors: new Map(reader.names.map((n) => [n, reader.read(n)])), metadata: reader.metadata };
+  } finally {
+    reader.close();
+  }
 }
 
 /**
@@ -522,7 +566,14 @@ export function writeSafetensors(
   tensors: ReadonlyMap<string, TensorToWrite>,
   options: WriteSafetensorsOptions = {},
 ): void {
-  writeFileAtomic(file, serializeSafetensors(tensors, options));
+  let bytes: Buffer;
+  try {
+    bytes = serializeSafetensors(tensors, options);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    throw new ConfigError(`${file}: ${err.message}`, { cause: err, fields: { file } });
+  }
+  writeFileAtomic(file, bytes);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -546,7 +597,7 @@ export function weightFiles(dir: string): { index: string | null; files: string[
   const single = join(dir, SAFETENSORS_FILE);
   if (existsSync(single)) return { index: null, files: [single] };
   throw new ConfigError(
-    `${dir}: no weights: expected ${SAFETENSORS_FILE} or ${SAFETENSORS_INDEX_FILE} in the model directory`,
+    `${single}: missing: a model directory needs its weights in ${SAFETENSORS_FILE} (or shards listed in ${SAFETENSORS_INDEX_FILE})`,
     { fields: { file: single } },
   );
 }
@@ -565,7 +616,8 @@ export function readIndex(indexFile: string): Map<string, string> {
   }
   const out = new Map<string, string>();
   for (const [name, shard] of Object.entries(weightMap as Record<string, unknown>)) {
-    if (typeof shard !== 'string' || shard === '') fail(indexFile, `weight_map entry is not a file name`, name);
+    if (typeof shard !== 'string' || shard === '')
+      fail(indexFile, `weight_map entry is not a file name`, name);
     // Shards must sit beside the index: a name that climbs out of the folder is not a checkpoint.
     if (isAbsolute(shard) || normalize(shard).startsWith('..')) {
       fail(indexFile, `shard '${shard}' is outside the model directory`, name);
@@ -593,10 +645,12 @@ export function loadTensors(dir: string): Map<string, SourcedTensor> {
   }
   for (const [shard, names] of byShard) {
     const file = join(dir, shard);
-    if (!existsSync(file)) fail(indexFile, `shard '${shard}' listed in weight_map does not exist (${file})`, names[0]);
+    if (!existsSync(file))
+      fail(indexFile, `shard '${shard}' listed in weight_map does not exist (${file})`, names[0]);
     readAllInto(file, new Set(names), out);
     for (const name of names) {
-      if (!out.has(name)) fail(file, `listed in ${SAFETENSORS_INDEX_FILE} for this shard but not in it`, name);
+      if (!out.has(name))
+        fail(file, `listed in ${SAFETENSORS_INDEX_FILE} for this shard but not in it`, name);
     }
   }
   return out;

@@ -81,7 +81,9 @@ export class Tokenizer {
       if (token === null) return null;
       const id = hf.token_to_id(token);
       if (id === undefined) {
-        throw new ConfigError(`${source}: ${field} '${token}' is not in the vocabulary`, { fields: { file: source } });
+        throw new ConfigError(`${source}: ${field} '${token}' is not in the vocabulary`, {
+          fields: { file: source },
+        });
       }
       return id;
     };
@@ -97,9 +99,15 @@ export class Tokenizer {
    * From a parsed `tokenizer.json` and (optionally) `tokenizer_config.json`. `source` names
    * the file in errors.
    */
-  static fromJson(tokenizerJson: unknown, config: TokenizerConfigJson = {}, source = TOKENIZER_FILE): Tokenizer {
+  static fromJson(
+    tokenizerJson: unknown,
+    config: TokenizerConfigJson = {},
+    source = TOKENIZER_FILE,
+  ): Tokenizer {
     if (!tokenizerJson || typeof tokenizerJson !== 'object' || Array.isArray(tokenizerJson)) {
-      throw new ConfigError(`${source}: not a tokenizer (expected a JSON object)`, { fields: { file: source } });
+      throw new ConfigError(`${source}: not a tokenizer (expected a JSON object)`, {
+        fields: { file: source },
+      });
     }
     const json = tokenizerJson as Record<string, unknown>;
     if (!json.model || typeof json.model !== 'object') {
@@ -143,7 +151,9 @@ export class Tokenizer {
   static load(dir: string): Tokenizer {
     const file = join(dir, TOKENIZER_FILE);
     if (!existsSync(file)) {
-      throw new ConfigError(`${file}: missing: a model directory needs a ${TOKENIZER_FILE}`, { fields: { file } });
+      throw new ConfigError(`${file}: missing: a model directory needs a ${TOKENIZER_FILE}`, {
+        fields: { file },
+      });
     }
     const json = readJsonFile(file, 'tokenizer');
     const configFile = join(dir, TOKENIZER_CONFIG_FILE);
@@ -191,12 +201,18 @@ function readJsonFile(file: string, what: string): unknown {
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new ConfigError(`${file}: cannot read the ${what} (${(err as Error).message})`, { cause: err, fields: { file } });
+    throw new ConfigError(`${file}: cannot read the ${what} (${(err as Error).message})`, {
+      cause: err,
+      fields: { file },
+    });
   }
   try {
     return JSON.parse(text);
   } catch (err) {
-    throw new ConfigError(`${file}: not valid JSON (${(err as Error).message})`, { cause: err, fields: { file } });
+    throw new ConfigError(`${file}: not valid JSON (${(err as Error).message})`, {
+      cause: err,
+      fields: { file },
+    });
   }
 }
 
@@ -273,8 +289,12 @@ I think that we should check the status of the job and then submit the next one.
 Please write a function that returns the sum of the numbers in the list.
 `;
 
-/** One BPE merge step at a time over the corpus words (each word counted with multiplicity). */
-function learnMerges(corpus: string, count: number): [string, string][] {
+/**
+ * Classic BPE training over the corpus words (each counted with multiplicity) until `newTokens`
+ * new tokens exist. A merge whose result is already a token (reached by another split) is kept
+ * as a rule but adds no token, as the HF trainer does.
+ */
+function learnMerges(corpus: string, newTokens: number): [string, string][] {
   const encoder = new TextEncoder();
   const wordCounts = new Map<string, number>();
   for (const piece of corpus.match(SPLIT_RE) ?? []) {
@@ -284,7 +304,8 @@ function learnMerges(corpus: string, count: number): [string, string][] {
   const words = [...wordCounts].map(([w, n]) => ({ symbols: Array.from(w), n }));
   const merges: [string, string][] = [];
   const known = new Set<string>(BYTE_TO_UNICODE);
-  while (merges.length < count) {
+  let added = 0;
+  while (added < newTokens) {
     const pairs = new Map<string, number>();
     for (const { symbols, n } of words) {
       for (let i = 0; i + 1 < symbols.length; i++) {
@@ -303,11 +324,11 @@ function learnMerges(corpus: string, count: number): [string, string][] {
     }
     if (best === null) break;
     const [a, b] = best.split('\u0000') as [string, string];
-    if (known.has(a + b)) {
-      // Two different splits that produce a known token: merge the words but add no new token.
-    }
     merges.push([a, b]);
-    known.add(a + b);
+    if (!known.has(a + b)) {
+      known.add(a + b);
+      added++;
+    }
     for (const word of words) {
       const s = word.symbols;
       const out: string[] = [];
@@ -331,22 +352,26 @@ function learnMerges(corpus: string, count: number): [string, string][] {
 export function buildByteLevelTokenizerJson(vocabSize: number): Record<string, unknown> {
   const minimum = 256 + QWEN_ADDED_TOKENS.length;
   if (!Number.isInteger(vocabSize) || vocabSize < minimum) {
-    throw new ConfigError(`vocab size ${vocabSize} is too small for a byte-level tokenizer (at least ${minimum})`);
+    throw new ConfigError(
+      `vocab size ${vocabSize} is too small for a byte-level tokenizer (at least ${minimum})`,
+    );
   }
   const vocab: Record<string, number> = {};
   let next = 0;
   for (const b of byteTokenOrder()) vocab[BYTE_TO_UNICODE[b]] = next++;
-  const mergeBudget = vocabSize - minimum;
-  const merges: [string, string][] = [];
-  for (const [a, b] of learnMerges(MERGE_CORPUS, mergeBudget)) {
-    // A merged string reachable by two different splits gets one id; skip the duplicate rule.
-    if (Object.hasOwn(vocab, a + b)) continue;
-    vocab[a + b] = next++;
-    merges.push([a, b]);
-  }
+  const merges = learnMerges(MERGE_CORPUS, vocabSize - minimum);
+  for (const [a, b] of merges) if (!Object.hasOwn(vocab, a + b)) vocab[a + b] = next++;
   const added: Record<string, unknown>[] = [];
   const addToken = (content: string, special: boolean) =>
-    added.push({ id: next++, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special });
+    added.push({
+      id: next++,
+      content,
+      single_word: false,
+      lstrip: false,
+      rstrip: false,
+      normalized: false,
+      special,
+    });
   for (const t of QWEN_ADDED_TOKENS) addToken(t.content, t.special);
   for (let i = 0; next < vocabSize; i++) addToken(`<|reserved_${i}|>`, true);
   const byteLevel = { type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: false };

@@ -14,7 +14,9 @@ export interface TensorSpec {
 export const layerPrefix = (i: number): string => `model.layers.${i}`;
 
 export function weightSpecs(d: Dims): TensorSpec[] {
-  const specs: TensorSpec[] = [{ name: 'model.embed_tokens.weight', shape: [d.vocab, d.hidden], init: 'normal' }];
+  const specs: TensorSpec[] = [
+    { name: 'model.embed_tokens.weight', shape: [d.vocab, d.hidden], init: 'normal' },
+  ];
   const q = d.heads * d.headDim;
   const kv = d.kvHeads * d.headDim;
   for (let i = 0; i < d.layers; i++) {

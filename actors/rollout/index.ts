@@ -16,3 +16,13 @@ export {
 } from './rollout-engine-actor.js';
 export { RolloutModel, type RolloutModelOptions } from './rollout-model.js';
 export { type SamplingParams, sample } from './sampler.js';
+export {
+  type CaptureContext,
+  JsonlTurnSink,
+  MemoryTurnSink,
+  type TurnRecord,
+  TurnRecorder,
+  type TurnRecorderOptions,
+  type TurnSink,
+} from './capture-recorder.js';
+export { createOpenAiServer, type OpenAiServerOptions } from './openai-server.js';

@@ -55,6 +55,14 @@ export interface OpenAiServerOptions {
   defaultMaxTokens?: number;
   /** Text that opens a tool call in generated text; held back from streamed content. Default `<tool_call>`. */
   toolCallStart?: string;
+  /**
+   * Feed `clawray_rollout_tokens_total`, `…_time_to_first_token_seconds` (from receiving the
+   * request) and `…_token_latency_seconds` (between onToken calls) from the server. The
+   * engine's own metrics (`rollout-metrics.ts`) use the same names: when they are already in
+   * the registry the server leaves these three to them; pass false when they will be
+   * registered in (or merged with) this registry later. Default true.
+   */
+  tokenMetrics?: boolean;
 }
 
 const CHAT_ROUTE = '/v1/chat/completions';
@@ -356,69 +364,77 @@ function getOrCreate<T>(registry: Registry, name: string, make: () => T): T {
 
 interface ServerMetrics {
   requests: Counter<'status'>;
-  tokens: Counter;
-  ttft: Histogram;
-  tokenLatency: Histogram;
+  /** Absent when the engine's metrics own these names. */
+  tokens?: Counter;
+  ttft?: Histogram;
+  tokenLatency?: Histogram;
   missingHeaders: Counter<'header'>;
 }
 
-function createMetrics(registry: Registry): ServerMetrics {
-  return {
-    requests: getOrCreate(
-      registry,
-      'clawray_rollout_requests_total',
-      () =>
-        new Counter({
-          name: 'clawray_rollout_requests_total',
-          help: 'Chat completion requests served by the OpenAI-compatible server, by HTTP status (499: client went away)',
-          labelNames: ['status'],
-          registers: [registry],
-        }),
-    ),
-    tokens: getOrCreate(
-      registry,
-      'clawray_rollout_tokens_total',
-      () =>
-        new Counter({
-          name: 'clawray_rollout_tokens_total',
-          help: 'Tokens generated for chat completion requests',
-          registers: [registry],
-        }),
-    ),
-    ttft: getOrCreate(
-      registry,
-      'clawray_rollout_time_to_first_token_seconds',
-      () =>
-        new Histogram({
-          name: 'clawray_rollout_time_to_first_token_seconds',
-          help: 'Time from receiving a chat completion request to its first generated token',
-          buckets: [...LATENCY_BUCKETS_S, 30, 60],
-          registers: [registry],
-        }),
-    ),
-    tokenLatency: getOrCreate(
-      registry,
-      'clawray_rollout_token_latency_seconds',
-      () =>
-        new Histogram({
-          name: 'clawray_rollout_token_latency_seconds',
-          help: 'Time between consecutive generated tokens of one chat completion request',
-          buckets: LATENCY_BUCKETS_S,
-          registers: [registry],
-        }),
-    ),
-    missingHeaders: getOrCreate(
-      registry,
-      'clawray_rollout_capture_missing_headers_total',
-      () =>
-        new Counter({
-          name: 'clawray_rollout_capture_missing_headers_total',
-          help: 'Chat requests without an RL capture header (session_id: not recorded; turn_type: defaulted to main)',
-          labelNames: ['header'],
-          registers: [registry],
-        }),
-    ),
-  };
+/** Token metrics a server created in a registry (shared by further servers on that registry). */
+const serverTokenMetrics = new WeakMap<
+  Registry,
+  { tokens: Counter; ttft: Histogram; tokenLatency: Histogram }
+>();
+
+const TOKEN_METRICS = [
+  'clawray_rollout_tokens_total',
+  'clawray_rollout_time_to_first_token_seconds',
+  'clawray_rollout_token_latency_seconds',
+];
+
+function createMetrics(registry: Registry, tokenMetrics: boolean): ServerMetrics {
+  const requests = getOrCreate(
+    registry,
+    'clawray_rollout_requests_total',
+    () =>
+      new Counter({
+        name: 'clawray_rollout_requests_total',
+        help: 'Chat completion requests served by the OpenAI-compatible server, by HTTP status (499: client went away)',
+        labelNames: ['status'],
+        registers: [registry],
+      }),
+  );
+  const missingHeaders = getOrCreate(
+    registry,
+    'clawray_rollout_capture_missing_headers_total',
+    () =>
+      new Counter({
+        name: 'clawray_rollout_capture_missing_headers_total',
+        help: 'Chat requests without an RL capture header (session_id: not recorded; turn_type: defaulted to main)',
+        labelNames: ['header'],
+        registers: [registry],
+      }),
+  );
+  // The engine's observer (rollout-metrics.ts) feeds the same three names per decode step;
+  // feeding them from here too would count every token twice.
+  let owned = serverTokenMetrics.get(registry);
+  if (!owned) {
+    if (!tokenMetrics || TOKEN_METRICS.some((name) => registry.getSingleMetric(name))) {
+      return { requests, missingHeaders };
+    }
+    owned = {
+      tokens: new Counter({
+        name: 'clawray_rollout_tokens_total',
+        help: 'Tokens generated for chat completion requests',
+        registers: [registry],
+      }),
+      ttft: new Histogram({
+        name: 'clawray_rollout_time_to_first_token_seconds',
+        help: 'Time from receiving a chat completion request to its first generated token',
+        buckets: [...LATENCY_BUCKETS_S, 30, 60],
+        registers: [registry],
+      }),
+      tokenLatency: new Histogram({
+        name: 'clawray_rollout_token_latency_seconds',
+        help: 'Time between consecutive generated tokens of one chat completion request',
+        buckets: LATENCY_BUCKETS_S,
+        registers: [registry],
+      }),
+    };
+    serverTokenMetrics.set(registry, owned);
+  }
+  return tokenMetrics ? { requests, missingHeaders, ...owned } : { requests, missingHeaders };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -450,7 +466,9 @@ interface Finished {
 export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstance {
   const { model, token, recorder } = options;
   const log = options.logger ?? silentLogger;
-  const metrics = options.registry ? createMetrics(options.registry) : undefined;
+  const metrics = options.registry
+    ? createMetrics(options.registry, options.tokenMetrics ?? true)
+    : undefined;
   const toolCallStart = options.toolCallStart ?? '<tool_call>';
   const counted = new WeakSet<FastifyRequest>();
   const app = Fastify({ logger: false, bodyLimit: options.bodyLimit ?? 32 * 1024 * 1024 });
@@ -613,10 +631,10 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
     return (token) => {
       try {
         const now = performance.now();
-        if (metrics) {
+        if (metrics?.tokens) {
           metrics.tokens.inc();
-          if (last === 0) metrics.ttft.observe((now - p.startedAt) / 1000);
-          else metrics.tokenLatency.observe((now - last) / 1000);
+          if (last === 0) metrics.ttft?.observe((now - p.startedAt) / 1000);
+          else metrics.tokenLatency?.observe((now - last) / 1000);
         }
         last = now;
         inner?.(token);
@@ -707,7 +725,8 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
     if (client.gone) {
       p.handle?.abort();
       countStatus(request, 499);
-      return reply;
+      reply.hijack(); // the socket is gone: nothing to send
+      return undefined;
     }
     const done = finish(p, result);
     record(p, result, done);

@@ -319,17 +319,20 @@ export class GenerationEngine {
     const { vocab } = this.decoder.layout;
     const members = this.members;
     const batch = members.length;
-    const out = await this.decoder.step({
-      batch,
-      seq: 1,
-      past: this.batch.past,
-      inputIds: BigInt64Array.from(members, (s) => BigInt(s.tokens[s.tokens.length - 1])),
-      attentionMask: this.batch.stepMask(),
-      positionIds: BigInt64Array.from(members, (s) =>
-        BigInt(s.request.promptTokenIds.length + s.tokens.length - 1),
-      ),
-      pastKv: this.batch.kv,
-    });
+    const out = await this.decoder.step(
+      {
+        batch,
+        seq: 1,
+        past: this.batch.past,
+        inputIds: BigInt64Array.from(members, (s) => BigInt(s.tokens[s.tokens.length - 1])),
+        attentionMask: this.batch.stepMask(),
+        positionIds: BigInt64Array.from(members, (s) =>
+          BigInt(s.request.promptTokenIds.length + s.tokens.length - 1),
+        ),
+        pastKv: this.batch.kv,
+      },
+      { reuseOutputs: true },
+    );
     this.batch.advance(out.presentKv);
     this.options.observer?.onStep?.(batch, (performance.now() - started) / 1000);
     const staying: Sequence[] = [];
@@ -354,16 +357,18 @@ export class GenerationEngine {
       seq.request.stopTokenIds?.includes(picked.tokenId)
     )
       finish = 'stop';
-    if (this.options.detokenize) {
+    // Decoding the text so far costs a pass over the whole output: only for stop strings.
+    if (seq.request.stop?.length && this.options.detokenize) {
       text = this.options.detokenize(seq.tokens);
-      const hit = seq.request.stop?.map((s) => text!.indexOf(s)).filter((i) => i >= 0);
-      if (hit && hit.length > 0) {
+      const hit = seq.request.stop.map((s) => text!.indexOf(s)).filter((i) => i >= 0);
+      if (hit.length > 0) {
         text = text.slice(0, Math.min(...hit));
         finish = 'stop';
       }
     }
     if (!finish && seq.tokens.length >= seq.request.maxTokens) finish = 'length';
     if (!finish) return false;
+    text ??= this.options.detokenize?.(seq.tokens);
     const result: GenerateResult = {
       promptTokenIds: seq.request.promptTokenIds,
       tokenIds: seq.tokens,

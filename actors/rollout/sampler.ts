@@ -57,6 +57,15 @@ export function sample(logits: ArrayLike<number>, params: SamplingParams, random
     for (let i = 1; i < logp.length; i++) if (logp[i] > logp[best]) best = i;
     return { tokenId: best, logprob: logp[best] };
   }
+  if (params.topK <= 0 && params.topP >= 1) {
+    // No truncation: draw straight from the distribution, no sort needed.
+    let r = random();
+    for (let i = 0; i < logp.length; i++) {
+      r -= Math.exp(logp[i]);
+      if (r <= 0) return { tokenId: i, logprob: logp[i] };
+    }
+    return { tokenId: logp.length - 1, logprob: logp[logp.length - 1] };
+  }
   // Candidates sorted by probability; truncation only narrows where we draw from.
   let order = Array.from(logp.keys()).sort((a, b) => logp[b] - logp[a]);
   if (params.topK > 0 && params.topK < order.length) order = order.slice(0, params.topK);

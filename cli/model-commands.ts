@@ -1,0 +1,65 @@
+/** `clawray model init`: random model directories for tests, examples and benchmarks. */
+import type { Command } from 'commander';
+import { PRESETS, type PresetName } from '../actors/models/model-config.js';
+import { initRandomModel, MODEL_DTYPES, type ModelDtype } from '../actors/models/model-init.js';
+import { ConfigError } from '../common/errors.js';
+import { int } from './cli-parse.js';
+
+function preset(value: string): PresetName {
+  if (!Object.hasOwn(PRESETS, value)) {
+    throw new ConfigError(`--preset expects one of ${Object.keys(PRESETS).join(', ')}, got '${value}'`);
+  }
+  return value as PresetName;
+}
+
+function dtype(value: string): ModelDtype {
+  const v = value.toLowerCase();
+  if (!(MODEL_DTYPES as readonly string[]).includes(v)) {
+    throw new ConfigError(`--dtype expects one of ${MODEL_DTYPES.join(', ')}, got '${value}'`);
+  }
+  return v as ModelDtype;
+}
+
+export function registerModelCommands(program: Command): void {
+  const model = program.command('model').description('create and inspect model directories');
+  model
+    .command('init')
+    .description('write a random model directory (config, safetensors, tokenizer, chat template)')
+    .option('--preset <name>', `model size (${Object.keys(PRESETS).join(' | ')})`, preset)
+    .option('--out <dir>', 'directory to write (created if missing)')
+    .option('--seed <n>', 'random seed; the same seed writes byte-identical files', int('--seed'), 0)
+    .option('--dtype <dtype>', `weight dtype (${MODEL_DTYPES.join(' | ')})`, dtype, 'f32' as ModelDtype)
+    .option('--force', 'overwrite a directory that already holds a model')
+    .option('--json', 'print JSON')
+    .action(
+      (opts: {
+        preset?: PresetName;
+        out?: string;
+        seed: number;
+        dtype: ModelDtype;
+        force?: boolean;
+        json?: boolean;
+      }) => {
+        // Required options are checked here rather than by commander so the error is a ConfigError (exit 2, no usage dump).
+        if (!opts.preset) throw new ConfigError(`--preset is required (${Object.keys(PRESETS).join(' | ')})`);
+        if (!opts.out) throw new ConfigError('--out DIR is required');
+        const result = initRandomModel({
+          preset: opts.preset,
+          outDir: opts.out,
+          seed: opts.seed,
+          dtype: opts.dtype,
+          overwrite: opts.force,
+        });
+        if (opts.json) {
+          const { dir, parameterCount, files } = result;
+          process.stdout.write(
+            `${JSON.stringify({ dir, preset: opts.preset, seed: opts.seed, dtype: opts.dtype, parameterCount, files }, null, 2)}\n`,
+          );
+          return;
+        }
+        process.stdout.write(
+          `${result.dir}\npreset ${opts.preset}, ${result.parameterCount.toLocaleString('en-US')} parameters, ${opts.dtype}, seed ${opts.seed}\n`,
+        );
+      },
+    );
+}
