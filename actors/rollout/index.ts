@@ -1,6 +1,17 @@
 /** `clawray/rollout`: rollout engines, standalone and as the `RolloutEngine` actor. */
+
+export {
+  type CaptureContext,
+  JsonlTurnSink,
+  MemoryTurnSink,
+  type TurnRecord,
+  TurnRecorder,
+  type TurnRecorderOptions,
+  type TurnSink,
+} from './capture-recorder.js';
 export type { ChatMessage, ChatModel, ToolCall, ToolSchema } from './chat-model.js';
 export { type ExecutionProvider, OnnxDecoder } from './onnx-decoder.js';
+export { createOpenAiServer, type OpenAiServerOptions } from './openai-server.js';
 export {
   EngineBusyError,
   type FinishReason,
@@ -16,13 +27,3 @@ export {
 } from './rollout-engine-actor.js';
 export { RolloutModel, type RolloutModelOptions } from './rollout-model.js';
 export { type SamplingParams, sample } from './sampler.js';
-export {
-  type CaptureContext,
-  JsonlTurnSink,
-  MemoryTurnSink,
-  type TurnRecord,
-  TurnRecorder,
-  type TurnRecorderOptions,
-  type TurnSink,
-} from './capture-recorder.js';
-export { createOpenAiServer, type OpenAiServerOptions } from './openai-server.js';

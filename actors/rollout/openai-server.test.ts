@@ -650,21 +650,12 @@ describe('OpenAI-compatible server', () => {
   it('exports its metrics', async () => {
     await s.client.chat.completions.create({ model: 'fake-model', messages: hello });
     const text = await s.registry.metrics();
-    for (const name of [
-      'clawray_rollout_requests_total',
-      'clawray_rollout_tokens_total',
-      'clawray_rollout_time_to_first_token_seconds',
-      'clawray_rollout_token_latency_seconds',
-      'clawray_rollout_capture_missing_headers_total',
-    ]) {
+    for (const name of ['clawray_rollout_requests_total', 'clawray_rollout_capture_missing_headers_total']) {
       expect(text).toContain(name);
     }
     expect(text).toMatch(/clawray_rollout_requests_total\{status="200"\} \d+/);
     expect(text).toMatch(/clawray_rollout_requests_total\{status="400"\} \d+/);
     expect(text).toMatch(/clawray_rollout_requests_total\{status="429"\} \d+/);
-    expect(text).toMatch(/clawray_rollout_time_to_first_token_seconds_count [1-9]/);
-    const tokens = Number(/clawray_rollout_tokens_total (\d+)/.exec(text)![1]);
-    expect(tokens).toBeGreaterThan(100);
   });
 });
 
@@ -708,13 +699,13 @@ describe('server metrics next to the engine metrics', () => {
     });
     expect(res.statusCode).toBe(200);
     const text = await registry.metrics();
-    expect(text).toMatch(/clawray_rollout_tokens_total 0/); // fed by the engine's observer only
+    expect(text).toMatch(/clawray_rollout_tokens_total 0/); // the engine's, fed by its observer only
     expect(text).toMatch(/clawray_rollout_requests_total\{status="200"\} 1/);
     await app.close();
     await second.close();
   });
 
-  it('shares its own token metrics between servers on one registry', async () => {
+  it('shares its request counter between servers on one registry', async () => {
     const registry = new Registry();
     const apps = [
       createOpenAiServer({ model: new FakeModel(), registry }),
@@ -729,7 +720,7 @@ describe('server metrics next to the engine metrics', () => {
       expect(res.statusCode).toBe(200);
       await app.close();
     }
-    expect(await registry.metrics()).toMatch(/clawray_rollout_tokens_total 8/);
+    expect(await registry.metrics()).toMatch(/clawray_rollout_requests_total\{status="200"\} 2/);
   });
 });
 

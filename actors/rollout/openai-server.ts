@@ -24,12 +24,11 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { Counter, type Registry } from 'prom-client';
 import { z } from 'zod';
 import { tokenMatches } from '../../common/auth.js';
 import { ConfigError } from '../../common/errors.js';
 import { type Logger, silentLogger } from '../../common/logger.js';
-import { LATENCY_BUCKETS_S } from '../../common/metrics.js';
 import {
   type CaptureContext,
   parseCaptureContext,
@@ -55,14 +54,6 @@ export interface OpenAiServerOptions {
   defaultMaxTokens?: number;
   /** Text that opens a tool call in generated text; held back from streamed content. Default `<tool_call>`. */
   toolCallStart?: string;
-  /**
-   * Feed `clawray_rollout_tokens_total`, `…_time_to_first_token_seconds` (from receiving the
-   * request) and `…_token_latency_seconds` (between onToken calls) from the server. The
-   * engine's own metrics (`rollout-metrics.ts`) use the same names: when they are already in
-   * the registry the server leaves these three to them; pass false when they will be
-   * registered in (or merged with) this registry later. Default true.
-   */
-  tokenMetrics?: boolean;
 }
 
 const CHAT_ROUTE = '/v1/chat/completions';
@@ -362,28 +353,14 @@ function getOrCreate<T>(registry: Registry, name: string, make: () => T): T {
   return (registry.getSingleMetric(name) as T | undefined) ?? make();
 }
 
+/** Token counts and latencies are the engine's (rollout-metrics.ts); the server counts requests. */
 interface ServerMetrics {
   requests: Counter<'status'>;
-  /** Absent when the engine's metrics own these names. */
-  tokens?: Counter;
-  ttft?: Histogram;
-  tokenLatency?: Histogram;
   missingHeaders: Counter<'header'>;
 }
 
 /** Token metrics a server created in a registry (shared by further servers on that registry). */
-const serverTokenMetrics = new WeakMap<
-  Registry,
-  { tokens: Counter; ttft: Histogram; tokenLatency: Histogram }
->();
-
-const TOKEN_METRICS = [
-  'clawray_rollout_tokens_total',
-  'clawray_rollout_time_to_first_token_seconds',
-  'clawray_rollout_token_latency_seconds',
-];
-
-function createMetrics(registry: Registry, tokenMetrics: boolean): ServerMetrics {
+function createMetrics(registry: Registry): ServerMetrics {
   const requests = getOrCreate(
     registry,
     'clawray_rollout_requests_total',
@@ -406,35 +383,7 @@ function createMetrics(registry: Registry, tokenMetrics: boolean): ServerMetrics
         registers: [registry],
       }),
   );
-  // The engine's observer (rollout-metrics.ts) feeds the same three names per decode step;
-  // feeding them from here too would count every token twice.
-  let owned = serverTokenMetrics.get(registry);
-  if (!owned) {
-    if (!tokenMetrics || TOKEN_METRICS.some((name) => registry.getSingleMetric(name))) {
-      return { requests, missingHeaders };
-    }
-    owned = {
-      tokens: new Counter({
-        name: 'clawray_rollout_tokens_total',
-        help: 'Tokens generated for chat completion requests',
-        registers: [registry],
-      }),
-      ttft: new Histogram({
-        name: 'clawray_rollout_time_to_first_token_seconds',
-        help: 'Time from receiving a chat completion request to its first generated token',
-        buckets: [...LATENCY_BUCKETS_S, 30, 60],
-        registers: [registry],
-      }),
-      tokenLatency: new Histogram({
-        name: 'clawray_rollout_token_latency_seconds',
-        help: 'Time between consecutive generated tokens of one chat completion request',
-        buckets: LATENCY_BUCKETS_S,
-        registers: [registry],
-      }),
-    };
-    serverTokenMetrics.set(registry, owned);
-  }
-  return tokenMetrics ? { requests, missingHeaders, ...owned } : { requests, missingHeaders };
+  return { requests, missingHeaders };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -466,9 +415,7 @@ interface Finished {
 export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstance {
   const { model, token, recorder } = options;
   const log = options.logger ?? silentLogger;
-  const metrics = options.registry
-    ? createMetrics(options.registry, options.tokenMetrics ?? true)
-    : undefined;
+  const metrics = options.registry ? createMetrics(options.registry) : undefined;
   const toolCallStart = options.toolCallStart ?? '<tool_call>';
   const counted = new WeakSet<FastifyRequest>();
   const app = Fastify({ logger: false, bodyLimit: options.bodyLimit ?? 32 * 1024 * 1024 });
@@ -625,18 +572,10 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
     return req;
   }
 
-  /** Per-token metrics; returns the onToken hook, wrapping `inner` so it never throws into the engine. */
-  function tokenHook(p: Prepared, inner?: (token: Sampled) => void): (token: Sampled) => void {
-    let last = 0;
+  /** The onToken hook: wraps `inner` so it never throws into the engine's batch loop. */
+  function tokenHook(inner?: (token: Sampled) => void): (token: Sampled) => void {
     return (token) => {
       try {
-        const now = performance.now();
-        if (metrics?.tokens) {
-          metrics.tokens.inc();
-          if (last === 0) metrics.ttft?.observe((now - p.startedAt) / 1000);
-          else metrics.tokenLatency?.observe((now - last) / 1000);
-        }
-        last = now;
         inner?.(token);
       } catch (err) {
         log.error({ err }, 'chat server: handling a streamed token failed');
@@ -717,7 +656,7 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
     const client = watchClose(reply.raw);
     let result: GenerateResult;
     try {
-      result = await model.generate(generateRequest(p, tokenHook(p)));
+      result = await model.generate(generateRequest(p, tokenHook()));
     } catch (err) {
       p.handle?.abort();
       throw err;
@@ -803,7 +742,7 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
       );
     };
 
-    const onToken = tokenHook(p, (token) => {
+    const onToken = tokenHook((token) => {
       start();
       if (client.gone) return;
       const delta = gate.push(text.push(token.tokenId));

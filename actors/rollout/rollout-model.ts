@@ -9,6 +9,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Registry } from 'prom-client';
 import { ConfigError } from '../../common/errors.js';
+import { createLogger, type Logger } from '../../common/logger.js';
 import { parseToolCalls } from '../models/chat-template.js';
 import { loadModelDir, type ModelDir } from '../models/model-dir.js';
 import { exportDecoderOnnx } from '../models/onnx-export.js';
@@ -32,6 +33,7 @@ export interface RolloutModelOptions {
   swapMode?: 'finish' | 'requeue';
   /** Exports the engine's metrics there. */
   registry?: Registry;
+  logger?: Logger;
 }
 
 export const ONNX_FILE = 'model.onnx';
@@ -72,6 +74,10 @@ export class RolloutModel implements ChatModel {
       graph = exportDecoderOnnx(model.config, model.weights);
     }
     const decoder = await OnnxDecoder.load(graph, layout, options.provider ?? 'auto');
+    (options.logger ?? createLogger({ component: 'rollout' })).info(
+      { modelDir: dir, provider: decoder.provider, source: hasOnnx ? ONNX_FILE : 'safetensors export' },
+      'rollout model loaded',
+    );
     let engine: GenerationEngine | undefined;
     const observer = options.registry ? rolloutMetrics(options.registry, () => engine) : undefined;
     const tokenizer = model.tokenizer;

@@ -1,0 +1,122 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { initRandomModel } from '../actors/models/model-init.js';
+import { distEntry } from '../common/package-root.js';
+import { eventually } from './helpers/processes.js';
+
+describe('clawray serve with a random model, driven by the openai client', () => {
+  const root = mkdtempSync(join(tmpdir(), 'clawray-serve-'));
+  const modelDir = join(root, 'tiny');
+  const record = join(root, 'turns.jsonl');
+  const token = 'serve-test-token';
+  let child: ChildProcess;
+  let baseURL = '';
+  let client: OpenAI;
+
+  beforeAll(async () => {
+    initRandomModel({ preset: 'tiny', outDir: modelDir, seed: 5 });
+    child = spawn(
+      process.execPath,
+      [
+        distEntry('cli/main'),
+        'serve',
+        '--model',
+        modelDir,
+        '--port',
+        '0',
+        '--token',
+        token,
+        '--record',
+        record,
+      ],
+      { env: { ...process.env, CLAWRAY_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    baseURL = await new Promise<string>((resolve, reject) => {
+      createInterface({ input: child.stdout! }).on('line', (line) => {
+        const match = / on (http:\/\/\S+\/v1)/.exec(line);
+        if (match) resolve(match[1]);
+      });
+      child.once('exit', (code) => reject(new Error(`clawray serve exited with ${code}`)));
+    });
+    client = new OpenAI({ baseURL, apiKey: token, maxRetries: 0 });
+  });
+  afterAll(() => {
+    child.kill('SIGKILL');
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it('answers chat completions with the engine’s token ids and logprobs', async () => {
+    const res = await client.chat.completions.create({
+      model: 'tiny',
+      messages: [{ role: 'user', content: 'hello' }],
+      max_tokens: 8,
+      logprobs: true,
+      top_logprobs: 2,
+      seed: 1,
+    });
+    const choice = res.choices[0] as (typeof res.choices)[0] & { token_ids: number[] };
+    expect(choice.token_ids.length).toBeGreaterThan(0);
+    expect(choice.logprobs?.content).toHaveLength(choice.token_ids.length);
+    expect(choice.logprobs?.content?.[0].top_logprobs).toHaveLength(2);
+    expect(res.usage?.completion_tokens).toBe(choice.token_ids.length);
+  });
+
+  it('streams token by token', async () => {
+    const stream = await client.chat.completions.create({
+      model: 'tiny',
+      messages: [{ role: 'user', content: 'stream please' }],
+      max_tokens: 10,
+      stream: true,
+    });
+    const chunks = [];
+    for await (const chunk of stream) chunks.push(chunk);
+    expect(chunks.length).toBeGreaterThan(2);
+    expect(chunks.at(-1)?.choices[0]?.finish_reason).toMatch(/stop|length/);
+  });
+
+  it('records main turns of a session with next_state, and skips side turns', async () => {
+    const session = (turn: string, done = false) => ({
+      headers: { 'X-Session-Id': 's1', 'X-Turn-Type': turn, ...(done ? { 'X-Session-Done': 'true' } : {}) },
+    });
+    const first = [{ role: 'user' as const, content: 'first question' }];
+    await client.chat.completions.create({ model: 'tiny', messages: first, max_tokens: 4 }, session('main'));
+    await client.chat.completions.create({ model: 'tiny', messages: first, max_tokens: 4 }, session('side'));
+    const second = [
+      ...first,
+      { role: 'assistant' as const, content: 'an answer' },
+      { role: 'user' as const, content: 'a reply' },
+    ];
+    await client.chat.completions.create(
+      { model: 'tiny', messages: second, max_tokens: 4 },
+      session('main', true),
+    );
+    const lines = await eventually(() => {
+      const text = readFileSync(record, 'utf8').trim();
+      const rows = text ? text.split('\n').map((l) => JSON.parse(l)) : [];
+      return rows.length === 2 ? rows : undefined;
+    });
+    expect(lines[0].next_state).toMatchObject({ role: 'user', content: 'a reply' });
+    expect(lines[1].next_state).toBeNull();
+    for (const row of lines) expect(JSON.stringify(row)).toContain('token_ids');
+  });
+
+  it('refuses a wrong key and serves metrics behind the token', async () => {
+    const wrong = new OpenAI({ baseURL, apiKey: 'nope', maxRetries: 0 });
+    await expect(
+      wrong.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'x' }] }),
+    ).rejects.toMatchObject({
+      status: 401,
+    });
+    const metrics = await fetch(`${baseURL.replace(/\/v1$/, '')}/metrics`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    const text = await metrics.text();
+    expect(text).toMatch(/clawray_rollout_tokens_total [1-9]/);
+    expect(text).toContain('clawray_rollout_execution_provider{provider="cpu"} 1');
+  });
+});
