@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { eventually, fixture, TestCluster } from './helpers/processes.js';
+import { eventually, fixture, TestCluster, within } from './helpers/processes.js';
 
 const module = fixture('counter.mjs');
 
@@ -15,16 +15,20 @@ describe('worker SIGTERM', () => {
     const first = await tc.startWorker({ labels: { role: 'first' } });
     const cluster = await tc.connect();
     const marker = join(tc.home, 'disposed.txt');
-    const actor = await cluster.createActor({
-      module,
-      className: 'Disposable',
-      args: [marker],
-      options: { maxRestarts: 1 },
-    });
-    const pid = (await actor.call('pid')) as number;
+    const actor = await within(
+      20_000,
+      'createActor',
+      cluster.createActor({
+        module,
+        className: 'Disposable',
+        args: [marker],
+        options: { maxRestarts: 1 },
+      }),
+    );
+    const pid = (await within(10_000, 'first call', actor.call('pid'))) as number;
     const second = await tc.startWorker({ labels: { role: 'second' } });
 
-    await first.kill('SIGTERM');
+    await within(15_000, 'worker exit after SIGTERM', first.kill('SIGTERM'));
     expect(await first.exited).toBe(0);
     expect(readFileSync(marker, 'utf8')).toBe(`disposed by ${pid}`);
     const status = await eventually(async () => {
@@ -35,7 +39,7 @@ describe('worker SIGTERM', () => {
     // Deregistered at once, not after the heartbeat timeout.
     expect(status.nodes.find((n) => n.nodeId === first.nodeId)?.state).toBe('DEAD');
     expect(status.actors.find((a) => a.actorId === actor.actorId)?.numRestarts).toBe(0);
-    expect(await actor.call('pid')).not.toBe(pid);
+    expect(await within(10_000, 'call after the move', actor.call('pid'))).not.toBe(pid);
     expect(existsSync(marker)).toBe(true);
   });
 });

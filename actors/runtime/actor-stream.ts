@@ -55,7 +55,7 @@ export function openActorSession(address: string, onGone: () => void): http2.Cli
 }
 
 export class ActorStream {
-  private readonly request: http2.ClientHttp2Stream;
+  private readonly request?: http2.ClientHttp2Stream;
   private readonly deframer = new Deframer();
   private closed = false;
   private failure?: Error;
@@ -67,35 +67,49 @@ export class ActorStream {
     handlers: StreamHandlers,
   ) {
     const connect = protos().clawray.v1.ActorService.service.Connect;
-    this.request = session.request({
+    const headers = {
       ':method': 'POST',
       ':path': CONNECT_PATH,
       'content-type': GRPC_CONTENT_TYPE,
       te: 'trailers',
       ...metadata,
-    });
-    this.request.on('response', (headers) => {
+    };
+    try {
+      this.request = session.request(headers);
+    } catch (err) {
+      // The session is going away (GOAWAY, closing): report a closed stream, asynchronously
+      // like every other close, and let the caller reconnect.
+      this.closed = true;
+      const failure = new UnavailableError(`${target}: ${(err as Error).message}`, {
+        cause: err,
+        fields: { target },
+      });
+      queueMicrotask(() => handlers.onClosed(failure));
+      return;
+    }
+    const request = this.request;
+    request.on('response', (headers) => {
       if (headers['grpc-status'] !== undefined) this.recordStatus(headers);
       else handlers.onConfirmed();
     });
-    this.request.on('data', (chunk: Buffer) => {
+    request.on('data', (chunk: Buffer) => {
       if (this.closed) return;
       let messages: Buffer[];
       try {
         messages = this.deframer.push(chunk);
       } catch (err) {
         this.failure = err as Error;
-        this.request.close(http2.constants.NGHTTP2_PROTOCOL_ERROR);
+        request.close(http2.constants.NGHTTP2_PROTOCOL_ERROR);
         return;
       }
       for (const message of messages)
         handlers.onFrame(connect.responseDeserialize(message) as m.ReplyFrame__Output);
     });
-    this.request.on('trailers', (trailers) => this.recordStatus(trailers));
-    this.request.on('error', (err) => {
+    request.on('trailers', (trailers) => this.recordStatus(trailers));
+    request.on('error', (err) => {
       this.failure ??= new UnavailableError(`${target}: ${err.message}`, { cause: err, fields: { target } });
     });
-    this.request.once('close', () => {
+    request.once('close', () => {
       this.closed = true;
       handlers.onClosed(
         this.failure ?? new UnavailableError(`${target} closed the call stream`, { fields: { target } }),
@@ -105,7 +119,7 @@ export class ActorStream {
 
   /** Sends one frame; false means wait for `onceDrain`. */
   write(frame: m.CallFrame): boolean {
-    if (this.closed) return true;
+    if (this.closed || !this.request) return true;
     const connect = protos().clawray.v1.ActorService.service.Connect;
     let ok = true;
     for (const part of framed(connect.requestSerialize(frame))) ok = this.request.write(part) && ok;
@@ -113,11 +127,12 @@ export class ActorStream {
   }
 
   onceDrain(callback: () => void): void {
-    this.request.once('drain', callback);
+    if (this.closed || !this.request) callback();
+    else this.request.once('drain', callback);
   }
 
   cancel(): void {
-    if (!this.closed) this.request.close(http2.constants.NGHTTP2_CANCEL);
+    if (!this.closed) this.request?.close(http2.constants.NGHTTP2_CANCEL);
   }
 
   private recordStatus(headers: http2.IncomingHttpHeaders): void {

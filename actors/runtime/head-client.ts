@@ -30,6 +30,15 @@ interface HeadRpcs {
   GetClusterStatus: [m.Empty, m.ClusterStatus__Output];
 }
 
+const WAITING_METHODS = new Set<keyof HeadRpcs>([
+  'CreateActor',
+  'CreatePlacementGroup',
+  'KillActor',
+  'RemovePlacementGroup',
+  'DrainNode',
+  'ReportActorExit',
+]);
+
 export interface HeadClientOptions {
   address: string;
   token: string;
@@ -77,11 +86,14 @@ export class HeadClient {
     options: { retryForMs?: number; deadlineMs?: number } = {},
   ): Promise<HeadRpcs[M][1]> {
     const retryForMs = options.retryForMs ?? this.retryForMs;
+    // Lookups answer at once; a head that does not is treated as unreachable (and retried)
+    // rather than hanging the caller. Requests that wait for resources have no deadline.
+    const deadlineMs = options.deadlineMs ?? (WAITING_METHODS.has(method) ? undefined : 10_000);
     const giveUpAt = Date.now() + retryForMs;
     const backoff = new Backoff({ initialMs: 50, maxMs: 1000 });
     for (;;) {
       try {
-        return await this.once(method, request, options.deadlineMs);
+        return await this.once(method, request, deadlineMs);
       } catch (err) {
         if (!(err instanceof UnavailableError) || this.closed || Date.now() >= giveUpAt) throw err;
         await sleep(Math.min(backoff.next(), Math.max(1, giveUpAt - Date.now())));

@@ -177,7 +177,11 @@ export async function eventually<T>(
   let last: unknown;
   for (;;) {
     try {
-      const value = await check();
+      const value = await within(
+        Math.max(1, deadline - Date.now()),
+        'a condition check',
+        Promise.resolve(check()),
+      );
       if (value) return value as Exclude<T, Falsy>;
     } catch (err) {
       last = err;
@@ -195,5 +199,18 @@ export function pidAlive(pid: number): boolean {
     return true;
   } catch {
     return false;
+  }
+}
+
+/** Fails with `label` instead of hanging when `promise` takes longer than `ms`. */
+export async function within<T>(ms: number, label: string, promise: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${label} did not finish within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
   }
 }
