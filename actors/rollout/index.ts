@@ -17,6 +17,7 @@ export {
   type FinishReason,
   type GenerateRequest,
   type GenerateResult,
+  GenerationAbortedError,
   GenerationEngine,
 } from './rollout-engine.js';
 export {

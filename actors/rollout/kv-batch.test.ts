@@ -43,6 +43,21 @@ describe('KvBatch', () => {
     expect(batch.extract(0).len).toBe(2);
   });
 
+  it('hands out step outputs from two alternating buffer sets', () => {
+    const batch = new KvBatch(layout);
+    batch.pack([seqKv(1, 2)]);
+    const a = batch.stepOutputs();
+    expect(a.logits).toHaveLength(10);
+    expect(a.presentKv).toHaveLength(4);
+    expect(a.presentKv[0]).toHaveLength(2 * 3 * 3);
+    batch.advance(a.presentKv);
+    const b = batch.stepOutputs();
+    // The next step writes elsewhere than the cache it reads.
+    expect(b.presentKv[0].buffer).not.toBe(a.presentKv[0].buffer);
+    batch.advance(b.presentKv);
+    expect(batch.stepOutputs().presentKv[0].buffer).not.toBe(b.presentKv[0].buffer);
+  });
+
   it('packs an empty batch', () => {
     const batch = new KvBatch(layout);
     batch.pack([]);

@@ -15,6 +15,13 @@ export interface SequenceKv {
 export class KvBatch {
   /** Slots per sequence (the longest member's length; shorter ones are left-padded). */
   past = 0;
+  /**
+   * Two sets of step-output buffers, used in turn: a step reads the cache from one set and
+   * writes the next into the other. Fresh multi-MiB outputs every step cost more in page
+   * faults than the step's arithmetic.
+   */
+  private readonly arenas: Float32Array[][] = [[], []];
+  private arena = 0;
   kv: Float32Array[] = [];
   /** Real length of each member, in batch order. */
   lens: number[] = [];
@@ -74,6 +81,26 @@ export class KvBatch {
       for (let s = this.past - len; s < width; s++) mask[b * width + s] = 1n;
     });
     return mask;
+  }
+
+  /** Output buffers for the next one-token step of this batch: logits and `present`. */
+  stepOutputs(): { logits: Float32Array; presentKv: Float32Array[] } {
+    const { layers, kvHeads, headDim, vocab } = this.layout;
+    this.arena ^= 1;
+    const set = this.arenas[this.arena];
+    const view = (i: number, size: number) => {
+      let buffer = set[i];
+      if (!buffer || buffer.length < size) {
+        buffer = new Float32Array(Math.ceil(size * 1.25));
+        set[i] = buffer;
+      }
+      return buffer.subarray(0, size);
+    };
+    const kvSize = this.size * kvHeads * (this.past + 1) * headDim;
+    return {
+      logits: view(0, this.size * vocab),
+      presentKv: Array.from({ length: layers * 2 }, (_, t) => view(t + 1, kvSize)),
+    };
   }
 
   /** Takes a step's `present` (past + 1 slots) as the new cache. */

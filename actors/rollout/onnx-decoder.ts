@@ -29,15 +29,6 @@ export interface StepInput {
   pastKv: Float32Array[];
 }
 
-export interface StepOptions {
-  /**
-   * Write the outputs into buffers the decoder reuses, alternating between two sets: right
-   * for a batch whose `present` feeds the next step's `past` and is dropped after it. Fresh
-   * multi-MiB outputs every step cost more in page faults than the step's arithmetic.
-   */
-  reuseOutputs?: boolean;
-}
-
 export interface StepOutput {
   /** [batch, seq, vocab] */
   logits: Float32Array;
@@ -51,10 +42,6 @@ function wantsGpu(): boolean {
 }
 
 export class OnnxDecoder {
-  /** Two sets of output buffers, by output index; each step writes the set the last did not. */
-  private readonly arenas: Float32Array[][] = [[], []];
-  private arena = 0;
-
   private constructor(
     private readonly session: ort.InferenceSession,
     readonly layout: KvLayout,
@@ -88,7 +75,11 @@ export class OnnxDecoder {
     throw lastError;
   }
 
-  async step(input: StepInput, options: StepOptions = {}): Promise<StepOutput> {
+  /**
+   * Runs one step. `into`, when given, receives the outputs (sized for this step) instead of
+   * freshly allocated arrays.
+   */
+  async step(input: StepInput, into?: StepOutput): Promise<StepOutput> {
     const { batch, seq, past, layers, kvHeads, headDim } = { ...input, ...this.layout };
     const feeds: Record<string, ort.Tensor> = {
       input_ids: new ort.Tensor('int64', input.inputIds, [batch, seq]),
@@ -110,33 +101,17 @@ export class OnnxDecoder {
       ]);
     }
     let fetches: Record<string, ort.Tensor> | undefined;
-    if (options.reuseOutputs) {
-      this.arena ^= 1;
+    if (into) {
       const total = past + seq;
-      const buffer = (i: number, size: number) => {
-        let b = this.arenas[this.arena][i];
-        if (!b || b.length < size) {
-          b = new Float32Array(Math.ceil(size * 1.25));
-          this.arenas[this.arena][i] = b;
-        }
-        return b.subarray(0, size);
-      };
-      fetches = {
-        logits: new ort.Tensor('float32', buffer(0, batch * seq * this.layout.vocab), [
-          batch,
-          seq,
-          this.layout.vocab,
-        ]),
-      };
-      const kvSize = batch * kvHeads * total * headDim;
+      fetches = { logits: new ort.Tensor('float32', into.logits, [batch, seq, this.layout.vocab]) };
       for (let l = 0; l < layers; l++) {
-        fetches[`present.${l}.key`] = new ort.Tensor('float32', buffer(1 + 2 * l, kvSize), [
+        fetches[`present.${l}.key`] = new ort.Tensor('float32', into.presentKv[2 * l], [
           batch,
           kvHeads,
           total,
           headDim,
         ]);
-        fetches[`present.${l}.value`] = new ort.Tensor('float32', buffer(2 + 2 * l, kvSize), [
+        fetches[`present.${l}.value`] = new ort.Tensor('float32', into.presentKv[2 * l + 1], [
           batch,
           kvHeads,
           total,

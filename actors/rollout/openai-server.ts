@@ -18,8 +18,8 @@
  * - The engine reports top logprobs only at the end, so with `top_logprobs > 0` the logprob
  *   entries of a stream all arrive in the finishing chunk; with `top_logprobs` 0 each chunk
  *   carries the entry of its token.
- * - A client that disconnects does not stop generation (GenerateRequest has no cancel); its
- *   turn is not recorded and counts as status 499.
+ * - A client that disconnects stops its generation (the engine's slot is freed); its turn is
+ *   not recorded and counts as status 499.
  */
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -558,10 +558,14 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
     return prepared;
   }
 
-  function generateRequest(p: Prepared, onToken: (token: Sampled) => void): GenerateRequest {
+  function generateRequest(
+    p: Prepared,
+    onToken: (token: Sampled) => void,
+    signal: AbortSignal,
+  ): GenerateRequest {
     const b = p.body;
     const maxTokens = b.max_completion_tokens ?? b.max_tokens ?? options.defaultMaxTokens;
-    const req: GenerateRequest = { promptTokenIds: p.promptTokenIds, onToken };
+    const req: GenerateRequest = { promptTokenIds: p.promptTokenIds, onToken, signal };
     if (maxTokens !== undefined) req.maxTokens = maxTokens;
     if (b.temperature !== undefined && b.temperature !== null) req.temperature = b.temperature;
     if (b.top_p !== undefined && b.top_p !== null) req.topP = b.top_p;
@@ -643,11 +647,17 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
     return p.capture?.sessionId ? { session_id: p.capture.sessionId } : {};
   }
 
-  /** Watches for the client going away before the response has been fully written. */
-  function watchClose(res: ServerResponse): { readonly gone: boolean } {
-    const state = { gone: false };
+  /**
+   * Watches for the client going away before the response has been fully written; its
+   * signal stops the generation so the engine's slot goes to someone who is still listening.
+   */
+  function watchClose(res: ServerResponse): { readonly gone: boolean; readonly signal: AbortSignal } {
+    const controller = new AbortController();
+    const state = { gone: false, signal: controller.signal };
     res.once('close', () => {
-      if (!res.writableFinished) state.gone = true;
+      if (res.writableFinished) return;
+      state.gone = true;
+      controller.abort();
     });
     return state;
   }
@@ -656,10 +666,13 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
     const client = watchClose(reply.raw);
     let result: GenerateResult;
     try {
-      result = await model.generate(generateRequest(p, tokenHook()));
+      result = await model.generate(generateRequest(p, tokenHook(), client.signal));
     } catch (err) {
       p.handle?.abort();
-      throw err;
+      if (!client.gone) throw err;
+      countStatus(request, 499);
+      reply.hijack(); // the socket is gone: nothing to send
+      return undefined;
     }
     if (client.gone) {
       p.handle?.abort();
@@ -760,9 +773,13 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
 
     let result: GenerateResult;
     try {
-      result = await model.generate(generateRequest(p, onToken));
+      result = await model.generate(generateRequest(p, onToken, client.signal));
     } catch (err) {
       p.handle?.abort();
+      if (client.gone) {
+        countStatus(request, 499);
+        return;
+      }
       if (!started) throw err; // nothing sent yet: a proper status and JSON error
       const e = toOpenAiError(err);
       log.error({ err }, 'chat server: generation failed mid-stream');

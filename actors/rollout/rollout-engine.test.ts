@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dims } from '../models/model-config.js';
 import { exportDecoderOnnx } from '../models/onnx-export.js';
 import { OnnxDecoder } from './onnx-decoder.js';
-import { EngineBusyError, GenerationEngine } from './rollout-engine.js';
+import { EngineBusyError, GenerationAbortedError, GenerationEngine } from './rollout-engine.js';
 import { randomDecoder, randomWeights } from './test-model.js';
 
 describe('GenerationEngine on an exported tiny model', () => {
@@ -101,6 +101,29 @@ describe('GenerationEngine on an exported tiny model', () => {
     const overflow = await small.generate({ promptTokenIds: [1, 2], maxTokens: 3 }).catch((e: unknown) => e);
     expect(overflow).toBeInstanceOf(EngineBusyError);
     await Promise.all(running);
+  });
+
+  it('stops a generation when its signal aborts, queued or decoding', async () => {
+    const one = new GenerationEngine(model.decoder, { eosTokenIds: [], maxContext: 1024, maxBatchSize: 1 });
+    const decoding = new AbortController();
+    const queued = new AbortController();
+    const first = one
+      .generate({ promptTokenIds: prompt(6), maxTokens: 500, signal: decoding.signal })
+      .catch((e: unknown) => e);
+    const second = one
+      .generate({ promptTokenIds: prompt(7), maxTokens: 500, signal: queued.signal })
+      .catch((e: unknown) => e);
+    const third = one.generate({ promptTokenIds: prompt(8), maxTokens: 3 });
+    queued.abort();
+    await new Promise((r) => setTimeout(r, 30));
+    decoding.abort();
+    expect(await first).toBeInstanceOf(GenerationAbortedError);
+    expect(await second).toBeInstanceOf(GenerationAbortedError);
+    // The freed slot serves the next request.
+    expect((await third).tokenIds).toHaveLength(3);
+    await expect(one.generate({ promptTokenIds: [1], signal: AbortSignal.abort() })).rejects.toBeInstanceOf(
+      GenerationAbortedError,
+    );
   });
 
   it('swaps weights without failing requests: in-flight ones finish on the old version', async () => {

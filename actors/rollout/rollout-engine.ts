@@ -23,6 +23,9 @@ export class EngineBusyError extends ClawrayError {
   override readonly retryable = true;
 }
 
+/** The request's AbortSignal fired (the client went away); its generation stopped. */
+export class GenerationAbortedError extends ClawrayError {}
+
 export interface GenerateRequest {
   promptTokenIds: number[];
   /** Default 256. */
@@ -40,6 +43,8 @@ export interface GenerateRequest {
   topLogprobs?: number;
   /** Called for every generated token as it is sampled (streaming). */
   onToken?: (token: Sampled) => void;
+  /** Stops the generation (its slot goes to the next request) and rejects with GenerationAbortedError. */
+  signal?: AbortSignal;
 }
 
 export type FinishReason = 'stop' | 'length';
@@ -170,8 +175,9 @@ export class GenerationEngine {
         new EngineBusyError(`the rollout engine queue is full (${this.maxQueue} waiting); retry later`),
       );
     }
+    if (request.signal?.aborted) return Promise.reject(new GenerationAbortedError('the request was aborted'));
     return new Promise((resolve, reject) => {
-      this.queue.push({
+      const seq: Sequence = {
         request: { ...request, maxTokens },
         params: {
           temperature: request.temperature ?? DEFAULT_SAMPLING.temperature,
@@ -186,7 +192,20 @@ export class GenerationEngine {
         startedAt: performance.now(),
         resolve,
         reject,
-      });
+      };
+      request.signal?.addEventListener(
+        'abort',
+        () => {
+          // Still queued: leave now. Decoding: the next step drops it (see accept).
+          const i = this.queue.indexOf(seq);
+          if (i >= 0) {
+            this.queue.splice(i, 1);
+            seq.reject(new GenerationAbortedError('the request was aborted'));
+          }
+        },
+        { once: true },
+      );
+      this.queue.push(seq);
       this.kick();
     });
   }
@@ -331,7 +350,7 @@ export class GenerationEngine {
         ),
         pastKv: this.batch.kv,
       },
-      { reuseOutputs: true },
+      this.batch.stepOutputs(),
     );
     this.batch.advance(out.presentKv);
     this.options.observer?.onStep?.(batch, (performance.now() - started) / 1000);
@@ -344,6 +363,11 @@ export class GenerationEngine {
 
   /** Samples the next token; true when the sequence has finished (and was resolved). */
   private accept(seq: Sequence, logits: Float32Array): boolean {
+    if (seq.request.signal?.aborted) {
+      seq.own = undefined;
+      seq.reject(new GenerationAbortedError('the request was aborted'));
+      return true;
+    }
     const picked = sample(logits, seq.params, seq.random);
     seq.tokens.push(picked.tokenId);
     seq.logprobs.push(picked.logprob);
