@@ -85,6 +85,53 @@ async function kvVersusRecompute(
   }
 }
 
+/**
+ * The ceiling batching can reach here: one decode step of 16 sequences against 16 steps of
+ * one, at the same cache length (the graph's per-step cost, nothing of the engine's).
+ */
+async function batchingCeiling(
+  model: RolloutModel,
+  past: number,
+): Promise<{ step1Ms: number; step16Ms: number }> {
+  const { config, weights, dims } = model.modelDir;
+  const decoder = await OnnxDecoder.load(
+    exportDecoderOnnx(config, weights),
+    {
+      layers: dims.layers,
+      kvHeads: dims.kvHeads,
+      headDim: dims.headDim,
+      vocab: dims.vocab,
+    },
+    'cpu',
+  );
+  try {
+    const step = (batch: number) => {
+      const kv = Array.from({ length: dims.layers * 2 }, () =>
+        new Float32Array(batch * dims.kvHeads * past * dims.headDim).fill(0.01),
+      );
+      return () =>
+        decoder.step({
+          batch,
+          seq: 1,
+          past,
+          inputIds: new BigInt64Array(batch).fill(5n),
+          attentionMask: new BigInt64Array(batch * (past + 1)).fill(1n),
+          positionIds: new BigInt64Array(batch).fill(BigInt(past)),
+          pastKv: kv,
+        });
+    };
+    const time = async (fn: () => Promise<unknown>, reps: number) => {
+      await fn();
+      const t = performance.now();
+      for (let i = 0; i < reps; i++) await fn();
+      return (performance.now() - t) / reps;
+    };
+    return { step1Ms: await time(step(1), 30), step16Ms: await time(step(16), 15) };
+  } finally {
+    await decoder.release();
+  }
+}
+
 export async function runRolloutBench(): Promise<Record<string, unknown>> {
   const root = mkdtempSync(join(tmpdir(), 'clawray-bench-rollout-'));
   const dir = join(root, 'small');
@@ -102,6 +149,9 @@ export async function runRolloutBench(): Promise<Record<string, unknown>> {
 
     log('KV-cache decode vs full recompute at 256 tokens');
     const { cachedMs, recomputeMs } = await kvVersusRecompute(model, 256);
+
+    log('decode step cost, batch 1 vs 16 (the ceiling of batching here)');
+    const ceiling = await batchingCeiling(model, 96);
 
     log('time to first token (64-token prompt, idle engine)');
     const ttft: number[] = [];
@@ -125,6 +175,9 @@ export async function runRolloutBench(): Promise<Record<string, unknown>> {
       tokensPerSecond1: round(single),
       tokensPerSecond16: round(sixteen),
       concurrencySpeedup: round(batchSpeedup, 2),
+      decodeStepMsBatch1: round(ceiling.step1Ms, 2),
+      decodeStepMsBatch16: round(ceiling.step16Ms, 2),
+      batchingCeiling: round((16 * ceiling.step1Ms) / ceiling.step16Ms, 2),
       kvDecodeMsPerToken: round(cachedMs, 2),
       recomputeMsPerToken: round(recomputeMs, 2),
       kvCacheSpeedup: round(kvSpeedup, 2),
@@ -140,6 +193,8 @@ export async function runRolloutBench(): Promise<Record<string, unknown>> {
         kvCache:
           'one decode step over a 256-slot cache vs a full 257-token forward (what each token costs without a cache)',
         ttft: 'median of 5 one-token generations from 64-token prompts',
+        batchingCeiling:
+          '16 × (decode step, batch 1) / (decode step, batch 16) at a 96-slot cache: the most batching can give on this machine',
       },
       machine: { cpus: cpus().length, node: process.version },
     };
