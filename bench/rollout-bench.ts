@@ -29,6 +29,26 @@ async function tokensPerSecond(model: RolloutModel, concurrency: number, maxToke
   return tokens / ((performance.now() - started) / 1000);
 }
 
+/** A decoder of the model's own weights, for measuring the graph without the engine. */
+async function withDecoder<T>(model: RolloutModel, fn: (decoder: OnnxDecoder) => Promise<T>): Promise<T> {
+  const { config, weights, dims } = model.modelDir;
+  const layout = { layers: dims.layers, kvHeads: dims.kvHeads, headDim: dims.headDim, vocab: dims.vocab };
+  const decoder = await OnnxDecoder.load(exportDecoderOnnx(config, weights), layout, 'cpu');
+  try {
+    return await fn(decoder);
+  } finally {
+    await decoder.release();
+  }
+}
+
+/** Mean time of `fn` over `reps` runs after one warm-up run. */
+async function meanMs(fn: () => Promise<unknown>, reps: number): Promise<number> {
+  await fn();
+  const t = performance.now();
+  for (let i = 0; i < reps; i++) await fn();
+  return (performance.now() - t) / reps;
+}
+
 /**
  * One more token at `length`: a decode step over a cached past of `length` slots, against a
  * forward over all `length + 1` tokens (what generating without a cache costs per token).
@@ -37,18 +57,8 @@ async function kvVersusRecompute(
   model: RolloutModel,
   length: number,
 ): Promise<{ cachedMs: number; recomputeMs: number }> {
-  const { config, weights, dims } = model.modelDir;
-  const decoder = await OnnxDecoder.load(
-    exportDecoderOnnx(config, weights),
-    {
-      layers: dims.layers,
-      kvHeads: dims.kvHeads,
-      headDim: dims.headDim,
-      vocab: dims.vocab,
-    },
-    'cpu',
-  );
-  try {
+  const layers = model.modelDir.dims.layers;
+  return withDecoder(model, async (decoder) => {
     const tokens = prompt(7, length + 1);
     const full = (n: number) => ({
       batch: 1,
@@ -57,7 +67,7 @@ async function kvVersusRecompute(
       inputIds: BigInt64Array.from(tokens.slice(0, n), BigInt),
       attentionMask: new BigInt64Array(n).fill(1n),
       positionIds: BigInt64Array.from({ length: n }, (_, i) => BigInt(i)),
-      pastKv: Array.from({ length: dims.layers * 2 }, () => new Float32Array(0)),
+      pastKv: Array.from({ length: layers * 2 }, () => new Float32Array(0)),
     });
     const prefill = await decoder.step(full(length));
     const cachedStep = () =>
@@ -70,19 +80,11 @@ async function kvVersusRecompute(
         positionIds: BigInt64Array.of(BigInt(length)),
         pastKv: prefill.presentKv,
       });
-    const time = async (fn: () => Promise<unknown>, reps: number) => {
-      await fn();
-      const t = performance.now();
-      for (let i = 0; i < reps; i++) await fn();
-      return (performance.now() - t) / reps;
-    };
     return {
-      cachedMs: await time(cachedStep, 30),
-      recomputeMs: await time(() => decoder.step(full(length + 1)), 8),
+      cachedMs: await meanMs(cachedStep, 30),
+      recomputeMs: await meanMs(() => decoder.step(full(length + 1)), 8),
     };
-  } finally {
-    await decoder.release();
-  }
+  });
 }
 
 /**
@@ -93,21 +95,11 @@ async function batchingCeiling(
   model: RolloutModel,
   past: number,
 ): Promise<{ step1Ms: number; step16Ms: number }> {
-  const { config, weights, dims } = model.modelDir;
-  const decoder = await OnnxDecoder.load(
-    exportDecoderOnnx(config, weights),
-    {
-      layers: dims.layers,
-      kvHeads: dims.kvHeads,
-      headDim: dims.headDim,
-      vocab: dims.vocab,
-    },
-    'cpu',
-  );
-  try {
+  const { layers, kvHeads, headDim } = model.modelDir.dims;
+  return withDecoder(model, async (decoder) => {
     const step = (batch: number) => {
-      const kv = Array.from({ length: dims.layers * 2 }, () =>
-        new Float32Array(batch * dims.kvHeads * past * dims.headDim).fill(0.01),
+      const kv = Array.from({ length: layers * 2 }, () =>
+        new Float32Array(batch * kvHeads * past * headDim).fill(0.01),
       );
       return () =>
         decoder.step({
@@ -120,16 +112,8 @@ async function batchingCeiling(
           pastKv: kv,
         });
     };
-    const time = async (fn: () => Promise<unknown>, reps: number) => {
-      await fn();
-      const t = performance.now();
-      for (let i = 0; i < reps; i++) await fn();
-      return (performance.now() - t) / reps;
-    };
-    return { step1Ms: await time(step(1), 30), step16Ms: await time(step(16), 15) };
-  } finally {
-    await decoder.release();
-  }
+    return { step1Ms: await meanMs(step(1), 30), step16Ms: await meanMs(step(16), 15) };
+  });
 }
 
 export async function runRolloutBench(): Promise<Record<string, unknown>> {

@@ -7,7 +7,7 @@
  */
 import { ClawrayError, ConfigError } from '../../common/errors.js';
 import { KvBatch, type SequenceKv } from './kv-batch.js';
-import type { OnnxDecoder } from './onnx-decoder.js';
+import type { OnnxDecoder, StepInput } from './onnx-decoder.js';
 import {
   DEFAULT_SAMPLING,
   logSoftmax,
@@ -220,17 +220,9 @@ export class GenerationEngine {
         `fromIndex must be between 1 and ${tokenIds.length} (the first token has no logprob)`,
       );
     }
-    const { layers, vocab } = this.decoder.layout;
+    const { vocab } = this.decoder.layout;
     const n = tokenIds.length;
-    const out = await this.decoder.step({
-      batch: 1,
-      seq: n,
-      past: 0,
-      inputIds: BigInt64Array.from(tokenIds, BigInt),
-      attentionMask: new BigInt64Array(n).fill(1n),
-      positionIds: BigInt64Array.from({ length: n }, (_, i) => BigInt(i)),
-      pastKv: Array.from({ length: layers * 2 }, () => new Float32Array(0)),
-    });
+    const out = await this.decoder.step(this.wholeSequence(tokenIds));
     const result: number[] = [];
     for (let i = fromIndex; i < n; i++) {
       const row = out.logits.subarray((i - 1) * vocab, i * vocab);
@@ -312,20 +304,25 @@ export class GenerationEngine {
     }
   }
 
-  /** Runs the prompt through the model and samples the first token; false when already done. */
-  private async prefill(seq: Sequence): Promise<boolean> {
-    const { layers } = this.decoder.layout;
-    const prompt = seq.request.promptTokenIds;
-    const n = prompt.length;
-    const out = await this.decoder.step({
+  /** One sequence from its first token, with an empty cache (prefill, scoring). */
+  private wholeSequence(tokenIds: number[]): StepInput {
+    const n = tokenIds.length;
+    return {
       batch: 1,
       seq: n,
       past: 0,
-      inputIds: BigInt64Array.from(prompt, BigInt),
+      inputIds: BigInt64Array.from(tokenIds, BigInt),
       attentionMask: new BigInt64Array(n).fill(1n),
       positionIds: BigInt64Array.from({ length: n }, (_, i) => BigInt(i)),
-      pastKv: Array.from({ length: layers * 2 }, () => new Float32Array(0)),
-    });
+      pastKv: Array.from({ length: this.decoder.layout.layers * 2 }, () => new Float32Array(0)),
+    };
+  }
+
+  /** Runs the prompt through the model and samples the first token; false when already done. */
+  private async prefill(seq: Sequence): Promise<boolean> {
+    const prompt = seq.request.promptTokenIds;
+    const n = prompt.length;
+    const out = await this.decoder.step(this.wholeSequence(prompt));
     seq.version = this.version;
     seq.own = { len: n, kv: out.presentKv };
     const vocab = this.decoder.layout.vocab;
