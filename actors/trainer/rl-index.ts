@@ -1,0 +1,44 @@
+/**
+ * `clawray/rl`: public building blocks for RL losses — advantage estimators on plain numbers
+ * and differentiable loss terms on TensorFlow.js tensors.
+ */
+export {
+  broadcastPerSample,
+  type CombineInput,
+  combineAdvantages,
+  type GrpoOptions,
+  type GrpoResult,
+  grpoAdvantages,
+  opdAdvantages,
+  padRows,
+} from './advantages.js';
+export {
+  aggregate,
+  entropyFromLogits,
+  type KlEstimator,
+  type KlInput,
+  klK3,
+  klPerToken,
+  type LossAggregation,
+  maskedMean,
+  type PpoClipInput,
+  type PpoClipOutput,
+  ppoClipLoss,
+  type RlLossInput,
+  type RlLossOutput,
+  rlLoss,
+  type SftInput,
+  sequenceMean,
+  sftLoss,
+  type TopKDistillationInput,
+  tokenEntropy,
+  topKDistillationLoss,
+  topKReverseKlPerToken,
+} from './losses.js';
+export {
+  type GradientReducer,
+  PolicyTrainer,
+  type PolicyTrainerOptions,
+  type StepMetrics,
+  type TrainSample,
+} from './policy-trainer.js';
