@@ -2,10 +2,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadModelDir } from '../actors/models/model-dir.js';
 import { initRandomModel } from '../actors/models/model-init.js';
 import type { ChatResult, RolloutEngine } from '../actors/rollout/index.js';
 import type { ActorHandle } from '../actors/runtime/actor-handle.js';
 import type { Cluster } from '../actors/runtime/cluster.js';
+import { bucketize, WeightPublisher } from '../actors/trainer/weight-publisher.js';
 import { TestCluster } from './helpers/processes.js';
 
 describe('RolloutEngine as an actor', () => {
@@ -64,5 +66,19 @@ describe('RolloutEngine as an actor', () => {
     expect(version).toBe(1);
     const out = await engine.remote.generate({ promptTokenIds: [1, 2, 3], maxTokens: 4 });
     expect(out.weightVersion).toBe(1);
+  });
+
+  it('receives a published weight version in buckets and serves it after one swap', async () => {
+    const weights = loadModelDir(modelDir).weights;
+    for (const data of weights.values()) for (let i = 0; i < data.length; i++) data[i] *= 1.5;
+    const bucketBytes = 64 * 1024;
+    expect(bucketize(weights, bucketBytes).length).toBeGreaterThan(2);
+    const before = await engine.remote.generate({ promptTokenIds: [4, 5, 6], maxTokens: 4, temperature: 0 });
+    const published = await new WeightPublisher([engine], { bucketBytes }).publish(5, weights);
+    expect(published.buckets).toBeGreaterThan(2);
+    const after = await engine.remote.generate({ promptTokenIds: [4, 5, 6], maxTokens: 4, temperature: 0 });
+    expect(after.weightVersion).toBe(5);
+    expect(after.logprobs).not.toEqual(before.logprobs);
+    await expect(engine.remote.commitWeights(6)).rejects.toThrow('no buckets of version 6');
   });
 });

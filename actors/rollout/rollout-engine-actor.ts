@@ -8,6 +8,7 @@
  *   await engine.call('ready');
  */
 import { register } from 'prom-client';
+import { ConfigError } from '../../common/errors.js';
 import type { ChatMessage, ToolCall, ToolSchema } from './chat-model.js';
 import type { GenerateRequest, GenerateResult } from './rollout-engine.js';
 import { RolloutModel, type RolloutModelOptions } from './rollout-model.js';
@@ -26,6 +27,8 @@ export interface ChatResult extends GenerateResult {
 
 export class RolloutEngine {
   private readonly loading: Promise<RolloutModel>;
+  /** Buckets of a weight version received so far (see stageWeights). */
+  private staged?: { version: number; tensors: Map<string, Float32Array> };
 
   constructor(options: RolloutEngineOptions) {
     // Metrics go to prom-client's default registry, which the node agent exports.
@@ -67,6 +70,32 @@ export class RolloutEngine {
   ): Promise<number> {
     const model = await this.loading;
     await model.updateWeights(version, tensors instanceof Map ? tensors : new Map(Object.entries(tensors)));
+    return model.weightVersion;
+  }
+
+  /**
+   * One bucket of a weight version that arrives in several (large models are published in
+   * buckets of bounded size); nothing changes until `commitWeights`. Returns the tensors staged.
+   */
+  async stageWeights(
+    version: number,
+    tensors: Record<string, Float32Array> | Map<string, Float32Array>,
+  ): Promise<number> {
+    if (this.staged?.version !== version) this.staged = { version, tensors: new Map() };
+    for (const [name, data] of tensors instanceof Map ? tensors : Object.entries(tensors))
+      this.staged.tensors.set(name, data);
+    return this.staged.tensors.size;
+  }
+
+  /** Swaps to the staged version (as `updateWeights` does). */
+  async commitWeights(version: number): Promise<number> {
+    const staged = this.staged;
+    if (staged?.version !== version) {
+      throw new ConfigError(`commitWeights(${version}): no buckets of version ${version} were staged`);
+    }
+    this.staged = undefined;
+    const model = await this.loading;
+    await model.updateWeights(version, staged.tensors);
     return model.weightVersion;
   }
 

@@ -18,3 +18,8 @@ export function ambientCluster(): Cluster | undefined {
   shared ??= new Cluster({ address: settings.address, token: settings.token, jobId: settings.jobId });
   return shared;
 }
+
+/** The cluster token handed to this actor process, or undefined outside an actor process. */
+export function ambientToken(): string | undefined {
+  return settings?.token;
+}
