@@ -18,6 +18,11 @@ const BENCHES: Record<string, { describe: string; run: Bench }> = {
       'rollout engine on the small preset: 16 vs 1 concurrent requests, KV cache vs recompute, TTFT, weight swap',
     run: async () => (await import('./rollout-bench.js')).runRolloutBench(),
   },
+  allreduce: {
+    describe:
+      'ring all-reduce between actors: 2 and 4 ranks x 16 and 64 MiB fp32, algbw/busbw vs raw loopback TCP',
+    run: async () => (await import('./allreduce-bench.js')).runAllreduceBench(),
+  },
 };
 
 function usage(): string {

@@ -1,0 +1,194 @@
+/**
+ * `TrainerShard`: one data-parallel rank of the policy trainer, as an actor. It loads the
+ * model directory into TensorFlow.js on the best backend it has, trains on its slice of each
+ * global batch, sums gradients with the other ranks over the collective ring (so every rank
+ * applies the same update and ends with bit-identical weights), checkpoints, and exports
+ * per-step metrics.
+ *
+ *   const shards = await Promise.all([0, 1].map(() => cluster.createActor({ module: 'clawray/trainer',
+ *     className: 'TrainerShard', args: [{ modelDir, method: 'rl', optimizer: { lr: 1e-5 } }] })));
+ *   await createCollectiveGroup(cluster, shards, 'trainer');
+ */
+import { createHash } from 'node:crypto';
+import * as tf from '@tensorflow/tfjs';
+import { Counter, Gauge, Histogram, register } from 'prom-client';
+import { CollectiveMember } from '../collective/member.js';
+import { loadModelDir } from '../models/model-dir.js';
+import { selectBackend, type TfjsBackendName } from '../models/tfjs-backend.js';
+import { TfjsDecoder } from '../models/tfjs-decoder.js';
+import type { WeightMap } from '../models/weight-names.js';
+import { CheckpointManager } from './checkpoint.js';
+import { canonicalOrder } from './optimizer.js';
+import {
+  PolicyTrainer,
+  type PolicyTrainerOptions,
+  type StepMetrics,
+  type TrainSample,
+} from './policy-trainer.js';
+
+export interface TrainerShardOptions extends PolicyTrainerOptions {
+  modelDir: string;
+  /** 'auto' picks tensorflow (GPU, then CPU native) > wasm > cpu. Default 'auto'. */
+  backend?: 'auto' | TfjsBackendName;
+  /** Where checkpoints go (rank 0 writes them); omit for none. */
+  checkpointDir?: string;
+  /** Checkpoints kept. Default 3. */
+  keepLast?: number;
+}
+
+export interface ShardInfo {
+  backend: string;
+  parameters: number;
+  step: number;
+}
+
+function shardMetrics() {
+  const existing = register.getSingleMetric('clawray_trainer_step_seconds');
+  if (existing) return undefined; // one shard per process; a second one shares the first's metrics
+  const gauge = (name: string, help: string) => new Gauge({ name, help, registers: [register] });
+  return {
+    seconds: new Histogram({
+      name: 'clawray_trainer_step_seconds',
+      help: 'Time of one training step on this shard (forward, backward, all-reduce, update)',
+      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+      registers: [register],
+    }),
+    tokens: new Counter({
+      name: 'clawray_trainer_tokens_total',
+      help: 'Response tokens trained on by this shard',
+      registers: [register],
+    }),
+    loss: gauge(
+      'clawray_trainer_loss',
+      'Loss of the last step (global-token normalised, this shard’s share)',
+    ),
+    pgLoss: gauge('clawray_trainer_pg_loss', 'Policy-gradient part of the last step’s loss'),
+    kl: gauge('clawray_trainer_kl', 'KL to the reference policy in the last step'),
+    clipFraction: gauge(
+      'clawray_trainer_clip_fraction',
+      'Share of tokens whose ratio was clipped in the last step',
+    ),
+    gradNorm: gauge('clawray_trainer_grad_norm', 'Global gradient norm before clipping in the last step'),
+    lr: gauge('clawray_trainer_lr', 'Learning rate of the last step'),
+    logprobDiff: gauge(
+      'clawray_trainer_logprob_diff',
+      'Mean |trainer − rollout logprob| of the same tokens in the last step (target ≤ 1e-3)',
+    ),
+    backend: new Gauge({
+      name: 'clawray_trainer_backend',
+      help: 'The TensorFlow.js backend in use (1 for the active one)',
+      labelNames: ['backend'],
+      registers: [register],
+    }),
+  };
+}
+
+export class TrainerShard extends CollectiveMember {
+  private readonly loading: Promise<{
+    trainer: PolicyTrainer;
+    backend: string;
+    checkpoints?: CheckpointManager;
+  }>;
+  private readonly metrics = shardMetrics();
+
+  constructor(private readonly options: TrainerShardOptions) {
+    super();
+    this.loading = this.load();
+    this.loading.catch(() => {
+      // Reported by ready() and every call.
+    });
+  }
+
+  private async load() {
+    const backend = await selectBackend(this.options.backend === 'auto' ? undefined : this.options.backend);
+    this.metrics?.backend.set({ backend }, 1);
+    const model = loadModelDir(this.options.modelDir);
+    // wasm has no gradient for gather: embed with a one-hot product there.
+    const decoder = new TfjsDecoder(model.config, model.weights, {
+      embedding: backend === 'wasm' ? 'onehot' : 'gather',
+    });
+    const trainer = new PolicyTrainer(decoder, this.options);
+    const checkpoints = this.options.checkpointDir
+      ? new CheckpointManager({ dir: this.options.checkpointDir, keepLast: this.options.keepLast ?? 3 })
+      : undefined;
+    return { trainer, backend, checkpoints };
+  }
+
+  async ready(): Promise<ShardInfo> {
+    const { trainer, backend } = await this.loading;
+    let parameters = 0;
+    for (const v of trainer.decoder.variables.values()) parameters += v.size;
+    return { backend, parameters, step: trainer.stepsTaken };
+  }
+
+  /**
+   * One step on this shard's samples. `globalTokens` is the response-token count of the whole
+   * global batch (all shards); with a collective group the gradients are summed over it.
+   */
+  async trainStep(samples: TrainSample[], options: { globalTokens?: number } = {}): Promise<StepMetrics> {
+    const { trainer } = await this.loading;
+    const started = performance.now();
+    const metrics = await trainer.step(samples, {
+      globalTokens: options.globalTokens,
+      reduce: this.collective ? (flat) => this.allReduce(flat, 'sum') : undefined,
+    });
+    const m = this.metrics;
+    if (m) {
+      m.seconds.observe((performance.now() - started) / 1000);
+      m.tokens.inc(metrics.tokens);
+      m.loss.set(metrics.loss);
+      m.pgLoss.set(metrics.pgLoss);
+      m.kl.set(metrics.kl);
+      m.clipFraction.set(metrics.clipFraction);
+      m.gradNorm.set(metrics.gradNorm);
+      m.lr.set(metrics.lr);
+      m.logprobDiff.set(metrics.logprobDiff);
+    }
+    return metrics;
+  }
+
+  /** The current weights by Hugging Face name (what is published to rollout engines). */
+  async readWeights(): Promise<Record<string, Float32Array>> {
+    return Object.fromEntries((await this.loading).trainer.decoder.readWeights());
+  }
+
+  /** SHA-256 of every weight's bytes in name order: equal on every rank of a group. */
+  async weightsDigest(): Promise<string> {
+    const weights: WeightMap = (await this.loading).trainer.decoder.readWeights();
+    const hash = createHash('sha256');
+    for (const name of canonicalOrder(weights.keys())) hash.update(new Uint8Array(weights.get(name)!.buffer));
+    return hash.digest('hex');
+  }
+
+  /** Writes a checkpoint (weights and optimizer state); returns its path. */
+  async saveCheckpoint(extra: { dataCursor?: number } = {}): Promise<string> {
+    const { trainer, checkpoints } = await this.loading;
+    if (!checkpoints) throw new Error('this shard was created without checkpointDir');
+    const weights = trainer.decoder.readWeights();
+    const shapes = new Map([...trainer.decoder.variables].map(([name, v]) => [name, v.shape]));
+    return checkpoints.save({
+      step: trainer.stepsTaken,
+      weights,
+      shapes,
+      optimizerState: trainer.adam.state(),
+      dataCursor: extra.dataCursor ?? null,
+    });
+  }
+
+  /** Restores the latest checkpoint (or `step`); returns the step it resumed at. */
+  async resume(step?: number): Promise<number> {
+    const { trainer, checkpoints } = await this.loading;
+    if (!checkpoints) throw new Error('this shard was created without checkpointDir');
+    const loaded = checkpoints.load(step);
+    trainer.decoder.assignWeights(loaded.weights);
+    if (loaded.optimizerState) trainer.adam.loadState(loaded.optimizerState);
+    return loaded.step;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.collectiveClose();
+    const loaded = await this.loading.catch(() => undefined);
+    loaded?.trainer.decoder.dispose();
+    tf.disposeVariables();
+  }
+}
