@@ -13,6 +13,10 @@ const BENCHES: Record<string, { describe: string; run: Bench }> = {
       'actor calls (sync, pipelined) vs bare grpc-js and node:http2, warm-pool creation, scheduling, placement groups vs bare grpc-js unary',
     run: async () => (await import('./actors-bench.js')).runActorsBench(),
   },
+  train: {
+    describe: 'trainer tokens/s per TensorFlow.js backend on the tiny and small presets',
+    run: async () => (await import('./train-bench.js')).runTrainBench(),
+  },
   rollout: {
     describe:
       'rollout engine on the small preset: 16 vs 1 concurrent requests, KV cache vs recompute, TTFT, weight swap',

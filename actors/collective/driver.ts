@@ -14,17 +14,17 @@ import type { CollectiveInitOptions } from './member.js';
  * `collectiveConnect(addresses)` on every actor; resolves with the addresses once the ring is
  * up. `cluster` is the caller's client (kept for placement-aware variants; unused today).
  */
-export async function createCollectiveGroup(
+export async function createCollectiveGroup<T>(
   _cluster: Cluster | undefined,
-  handles: ActorHandle[],
+  handles: ActorHandle<T>[],
   groupName: string,
   options: CollectiveInitOptions = {},
 ): Promise<string[]> {
   if (handles.length === 0) throw new ConfigError('a collective group needs at least one actor');
   const worldSize = handles.length;
   const addresses = (await Promise.all(
-    handles.map((h, rank) => h.call('collectiveInit', rank, worldSize, groupName, options)),
+    handles.map((h, rank) => (h as ActorHandle).call('collectiveInit', rank, worldSize, groupName, options)),
   )) as string[];
-  await Promise.all(handles.map((h) => h.call('collectiveConnect', addresses)));
+  await Promise.all(handles.map((h) => (h as ActorHandle).call('collectiveConnect', addresses)));
   return addresses;
 }

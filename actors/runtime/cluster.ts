@@ -152,10 +152,7 @@ export class Cluster implements ConnectionHost, HandleRuntime {
   }
 
   /** Kills the actor at once; with `noRestart: false` it restarts if its `maxRestarts` allows. */
-  async killActor(
-    actor: ActorHandle<unknown> | string,
-    options: { noRestart?: boolean } = {},
-  ): Promise<void> {
+  async killActor<T>(actor: ActorHandle<T> | string, options: { noRestart?: boolean } = {}): Promise<void> {
     const actorId = typeof actor === 'string' ? actor : actor.actorId;
     await this.head.call('KillActor', { actorId, noRestart: options.noRestart ?? true });
   }

@@ -104,6 +104,27 @@ describe('PolicyTrainer', () => {
     for (const t of [single, ...shards]) t.decoder.dispose();
   });
 
+  it('accumulates micro-batches into the same step as the whole batch at once', async () => {
+    const whole = new PolicyTrainer(new TfjsDecoder(model.config, model.weights), options);
+    const micro = new PolicyTrainer(new TfjsDecoder(model.config, model.weights), {
+      ...options,
+      microBatchSize: 1,
+    });
+    const a = await whole.step(samples);
+    const b = await micro.step(samples);
+    expect(b.loss).toBeCloseTo(a.loss, 6);
+    expect(b.entropy).toBeCloseTo(a.entropy, 5);
+    expect(a.entropy).toBeGreaterThan(5); // near-uniform over 384 tokens: ln 384 ≈ 5.95
+    const wa = whole.decoder.readWeights();
+    const wb = micro.decoder.readWeights();
+    let maxDiff = 0;
+    for (const [name, w] of wa)
+      for (let i = 0; i < w.length; i++) maxDiff = Math.max(maxDiff, Math.abs(w[i] - wb.get(name)![i]));
+    expect(maxDiff).toBeLessThan(1e-6);
+    whole.decoder.dispose();
+    micro.decoder.dispose();
+  });
+
   it('scores the rollout engine’s own samples with a logprob difference ≤ 1e-3', async () => {
     const rollout = await RolloutModel.load({ modelDir: join(root, 'tiny') });
     const prompt = rollout.encodeChat([{ role: 'user', content: 'score me' }]);

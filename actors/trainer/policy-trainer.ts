@@ -11,7 +11,7 @@ import { ConfigError } from '../../common/errors.js';
 import type { TfjsDecoder } from '../models/tfjs-decoder.js';
 import { tokenLogprobs } from '../models/tfjs-decoder.js';
 import { clipGradNorm } from './grad-clip.js';
-import { klPerToken, ppoClipLoss } from './losses.js';
+import { klPerToken, ppoClipLoss, tokenEntropy } from './losses.js';
 import { type LrScheduleOptions, lrAt } from './lr-schedule.js';
 import { AdamW, type AdamWOptions, canonicalOrder, flattenGrads, unflatten } from './optimizer.js';
 
@@ -38,6 +38,13 @@ export interface PolicyTrainerOptions {
   clip?: [number, number];
   /** Weight of the k3 KL to the reference policy. Default 0. */
   klCoef?: number;
+  /** Weight of the entropy bonus (the mean token entropy is reported either way). Default 0. */
+  entropyCoef?: number;
+  /**
+   * Samples per forward/backward pass; a step accumulates the gradients of all its
+   * micro-batches before the one update. Default: the whole batch at once.
+   */
+  microBatchSize?: number;
 }
 
 export interface StepMetrics {
@@ -45,6 +52,8 @@ export interface StepMetrics {
   loss: number;
   pgLoss: number;
   kl: number;
+  /** Mean token entropy of the policy over the response tokens. */
+  entropy: number;
   clipFraction: number;
   gradNorm: number;
   lr: number;
@@ -100,35 +109,28 @@ export class PolicyTrainer {
     samples: TrainSample[],
     options: { globalTokens?: number; reduce?: GradientReducer } = {},
   ): Promise<StepMetrics> {
-    const batch = this.layout(samples);
-    const globalTokens = options.globalTokens ?? batch.tokens;
+    if (samples.length === 0) throw new ConfigError('trainStep needs at least one sample');
+    const globalTokens = options.globalTokens ?? PolicyTrainer.countTokens(samples);
     if (globalTokens <= 0) throw new ConfigError('the batch has no response tokens to train on');
-    const vars = [...this.decoder.variables.values()];
-    let pgSum = 0;
-    let klSum = 0;
-    let clipFraction = 0;
-    let diffSum = 0;
-    const { value, grads } = tf.variableGrads(() => {
-      const { logits } = this.decoder.forward({ inputIds: batch.inputIds });
-      const logprobs = tokenLogprobs(logits, batch.targets);
-      const mask = tf.tensor2d(batch.mask);
-      const perToken = this.tokenLoss(logprobs, mask, batch);
-      pgSum = perToken.pgSum;
-      klSum = perToken.klSum;
-      clipFraction = perToken.clipFraction;
-      diffSum = perToken.diffSum;
-      return tf.div(perToken.total, globalTokens) as tf.Scalar;
-    }, vars);
-    const lossValue = (await value.data())[0];
-    value.dispose();
-    const byName = new Map<string, Float32Array>();
-    for (const [tfName, g] of Object.entries(grads)) {
-      byName.set(this.hfNameOf.get(tfName)!, Float32Array.from(await g.data()));
-      g.dispose();
+    const size = this.options.microBatchSize ?? samples.length;
+    // Every micro-batch's loss is already divided by the global token count, so summing
+    // their gradients gives exactly the gradient of the whole batch.
+    let flat: Float32Array | undefined;
+    const totals = { loss: 0, pg: 0, kl: 0, entropy: 0, clipped: 0, diff: 0, tokens: 0 };
+    for (let start = 0; start < samples.length; start += size) {
+      const part = await this.backward(this.layout(samples.slice(start, start + size)), globalTokens);
+      if (flat) for (let i = 0; i < flat.length; i++) flat[i] += part.flat[i];
+      else flat = part.flat;
+      totals.loss += part.loss;
+      totals.pg += part.pgSum;
+      totals.kl += part.klSum;
+      totals.entropy += part.entropySum;
+      totals.clipped += part.clipFraction * part.tokens;
+      totals.diff += part.diffSum;
+      totals.tokens += part.tokens;
     }
-    const flat = flattenGrads(this.names, byName);
-    await options.reduce?.(flat);
-    const summed = unflatten(flat, this.names, this.shapes);
+    await options.reduce?.(flat!);
+    const summed = unflatten(flat!, this.names, this.shapes);
     const gradNorm =
       this.options.maxGradNorm === 0 ? Number.NaN : clipGradNorm(summed, this.options.maxGradNorm ?? 1);
     const lr = lrAt(this.optimizer.stepsTaken, {
@@ -140,23 +142,49 @@ export class PolicyTrainer {
     this.decoder.assignWeights(params);
     return {
       step: this.optimizer.stepsTaken,
-      loss: lossValue,
-      pgLoss: pgSum / globalTokens,
-      kl: klSum / globalTokens,
-      clipFraction,
+      loss: totals.loss,
+      pgLoss: totals.pg / globalTokens,
+      kl: totals.kl / globalTokens,
+      entropy: totals.entropy / totals.tokens,
+      clipFraction: totals.clipped / totals.tokens,
       gradNorm,
       lr,
-      tokens: batch.tokens,
-      logprobDiff: batch.tokens > 0 ? diffSum / batch.tokens : 0,
+      tokens: totals.tokens,
+      logprobDiff: totals.diff / totals.tokens,
     };
   }
 
+  /** Forward and backward of one micro-batch: its flat gradient and loss parts. */
+  private async backward(batch: Batch, globalTokens: number) {
+    const vars = [...this.decoder.variables.values()];
+    let parts = { pgSum: 0, klSum: 0, entropySum: 0, clipFraction: 0, diffSum: 0 };
+    const { value, grads } = tf.variableGrads(() => {
+      const { logits } = this.decoder.forward({ inputIds: batch.inputIds });
+      const logprobs = tokenLogprobs(logits, batch.targets);
+      const mask = tf.tensor2d(batch.mask);
+      const { total, ...numbers } = this.tokenLoss(logits, logprobs, mask, batch);
+      parts = numbers;
+      return tf.div(total, globalTokens) as tf.Scalar;
+    }, vars);
+    const loss = (await value.data())[0];
+    value.dispose();
+    const byName = new Map<string, Float32Array>();
+    for (const [tfName, g] of Object.entries(grads)) {
+      byName.set(this.hfNameOf.get(tfName)!, Float32Array.from(await g.data()));
+      g.dispose();
+    }
+    return { flat: flattenGrads(this.names, byName), loss, tokens: batch.tokens, ...parts };
+  }
+
   /** The summed per-token loss of the batch (a scalar tensor) and its parts as numbers. */
-  private tokenLoss(logprobs: tf.Tensor2D, mask: tf.Tensor2D, batch: Batch) {
+  private tokenLoss(logits: tf.Tensor3D, logprobs: tf.Tensor2D, mask: tf.Tensor2D, batch: Batch) {
     const sum = (t: tf.Tensor) => tf.sum(tf.mul(t, mask));
+    const entropy = sum(tokenEntropy(logits));
+    const entropySum = entropy.dataSync()[0];
+    const entropyCoef = this.options.entropyCoef ?? 0;
     if (this.options.method === 'sft') {
       const total = sum(tf.neg(logprobs));
-      return { total, pgSum: total.dataSync()[0], klSum: 0, clipFraction: 0, diffSum: 0 };
+      return { total, pgSum: total.dataSync()[0], klSum: 0, entropySum, clipFraction: 0, diffSum: 0 };
     }
     const old = tf.tensor2d(batch.oldLogprobs);
     const [clipLow, clipHigh] = this.options.clip ?? [0.2, 0.28];
@@ -177,13 +205,13 @@ export class PolicyTrainer {
       klSum = kl.dataSync()[0];
       total = tf.add(total, tf.mul(kl, klCoef));
     }
+    if (entropyCoef > 0) total = tf.sub(total, tf.mul(entropy, entropyCoef));
     const diffSum = tf.sum(tf.mul(tf.abs(tf.sub(logprobs, old)), mask)).dataSync()[0];
-    return { total, pgSum, klSum, clipFraction: ppo.clipFraction.dataSync()[0], diffSum };
+    return { total, pgSum, klSum, entropySum, clipFraction: ppo.clipFraction.dataSync()[0], diffSum };
   }
 
   /** Right-pads the samples into [batch, len − 1] grids: position t predicts token t + 1. */
   private layout(samples: TrainSample[]): Batch {
-    if (samples.length === 0) throw new ConfigError('trainStep needs at least one sample');
     const width = Math.max(...samples.map((s) => s.tokenIds.length)) - 1;
     const grid = () => samples.map(() => new Array<number>(width).fill(0));
     const batch: Batch = {

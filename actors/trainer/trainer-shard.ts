@@ -34,6 +34,8 @@ export interface TrainerShardOptions extends PolicyTrainerOptions {
   checkpointDir?: string;
   /** Checkpoints kept. Default 3. */
   keepLast?: number;
+  /** Save a checkpoint every N steps (rank 0 of a group saves). Default 0: only when asked. */
+  checkpointEvery?: number;
 }
 
 export interface ShardInfo {
@@ -64,6 +66,7 @@ function shardMetrics() {
     ),
     pgLoss: gauge('clawray_trainer_pg_loss', 'Policy-gradient part of the last step’s loss'),
     kl: gauge('clawray_trainer_kl', 'KL to the reference policy in the last step'),
+    entropy: gauge('clawray_trainer_entropy', 'Mean token entropy of the policy in the last step'),
     clipFraction: gauge(
       'clawray_trainer_clip_fraction',
       'Share of tokens whose ratio was clipped in the last step',
@@ -139,11 +142,15 @@ export class TrainerShard extends CollectiveMember {
       m.loss.set(metrics.loss);
       m.pgLoss.set(metrics.pgLoss);
       m.kl.set(metrics.kl);
+      m.entropy.set(metrics.entropy);
       m.clipFraction.set(metrics.clipFraction);
       m.gradNorm.set(metrics.gradNorm);
       m.lr.set(metrics.lr);
       m.logprobDiff.set(metrics.logprobDiff);
     }
+    const every = this.options.checkpointEvery ?? 0;
+    if (every > 0 && metrics.step % every === 0 && (this.collective?.rank ?? 0) === 0)
+      await this.saveCheckpoint();
     return metrics;
   }
 
