@@ -101,4 +101,36 @@ describe('TrainerShard actors: data parallelism through the real runtime', () =>
     await train([b], 1);
     expect(maxDiff(continued, await b.remote.readWeights())).toBe(0);
   }, 120_000);
+
+  it('trains LoRA adapters data-parallel and publishes merged weights', async () => {
+    const lora = { rank: 2, alpha: 4, dropout: 0, targetModules: ['q_proj', 'o_proj'] };
+    const group = await Promise.all(
+      [0, 1].map(() =>
+        cluster.createActor<TrainerShard>({
+          module: 'clawray/trainer',
+          className: 'TrainerShard',
+          args: [
+            {
+              modelDir,
+              method: 'rl',
+              optimizer: { lr: 1e-2, weightDecay: 0 },
+              backend: 'cpu',
+              lora,
+              seed: 3,
+            },
+          ],
+        }),
+      ),
+    );
+    const before = await group[0].remote.readWeights();
+    await createCollectiveGroup(cluster, group, 'lora');
+    await train(group, 2);
+    const digests = await Promise.all(group.map((s) => s.remote.weightsDigest()));
+    expect(new Set(digests).size).toBe(1);
+    const after = await group[0].remote.readWeights();
+    const q = 'model.layers.0.self_attn.q_proj.weight';
+    const up = 'model.layers.0.mlp.up_proj.weight';
+    expect(maxDiff({ [q]: before[q] }, { [q]: after[q] })).toBeGreaterThan(0);
+    expect(maxDiff({ [up]: before[up] }, { [up]: after[up] })).toBe(0);
+  }, 120_000);
 });

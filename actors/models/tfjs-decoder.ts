@@ -44,6 +44,10 @@ export interface ForwardInput {
   past?: KvCache;
   /** Overrides the decoder's default embedding mode for this call. */
   embedding?: EmbeddingMode;
+  /** A training pass: LoRA dropout applies. Default false. */
+  training?: boolean;
+  /** Seeds the pass's dropout masks, so a resumed run draws the same ones. */
+  dropoutSeed?: number;
 }
 
 export type ForwardOutput = {
@@ -56,8 +60,13 @@ export type ForwardOutput = {
 export interface TfjsDecoderOptions {
   /** Default `gather`. */
   embedding?: EmbeddingMode;
-  /** Whether the variables are trainable (default true). */
+  /** Whether the variables are trainable (default true; false when `lora` is given). */
   trainable?: boolean;
+  /**
+   * LoRA adapters on Linear weights: `W x + scale · B (A x)` with A [rank, in] and B
+   * [out, rank] trainable and the base weights frozen. Keyed by the base weight's HF name.
+   */
+  lora?: { scale: number; dropout?: number; adapters: ReadonlyMap<string, LoraWeights> };
 }
 
 /** Added to the attention scores of slots a query may not see. */
@@ -164,11 +173,34 @@ function checkRectangular(name: string, rows: number[][], batch: number, width: 
   }
 }
 
+export interface LoraWeights {
+  /** [rank, in] */
+  A: Float32Array;
+  /** [out, rank] */
+  B: Float32Array;
+  rank: number;
+}
+
+/** PEFT's names for the adapter of `model.layers.0.self_attn.q_proj.weight`. */
+export function loraNames(target: string): { A: string; B: string } {
+  const module = target.replace(/\.weight$/, '');
+  return { A: `${module}.lora_A.weight`, B: `${module}.lora_B.weight` };
+}
+
 export class TfjsDecoder {
   readonly config: ModelConfig;
   readonly dims: Dims;
   readonly embedding: EmbeddingMode;
   private readonly vars = new Map<string, tf.Variable>();
+  /** Adapter variables by PEFT name, and per target weight. */
+  private readonly loraVars = new Map<string, tf.Variable>();
+  private readonly adapters = new Map<string, { A: tf.Variable; B: tf.Variable }>();
+  private readonly loraScale: number;
+  private readonly loraDropout: number;
+  /** Set for the duration of a `forward` call (forward is synchronous). */
+  private training = false;
+  private dropoutSeed: number | undefined;
+  private dropoutCalls = 0;
   private readonly specs: TensorSpec[];
   private disposed = false;
 
@@ -181,12 +213,62 @@ export class TfjsDecoder {
     }
     this.specs = weightSpecs(this.dims);
     this.checkWeights(weights);
-    const trainable = options.trainable ?? true;
+    const trainable = options.trainable ?? options.lora === undefined;
     for (const spec of this.specs) {
       const data = weights.get(spec.name)!;
       const variable = tf.tidy(() => tf.variable(tf.tensor(data, spec.shape, 'float32'), trainable));
       this.vars.set(spec.name, variable);
     }
+    this.loraScale = options.lora?.scale ?? 0;
+    this.loraDropout = options.lora?.dropout ?? 0;
+    for (const [target, lora] of options.lora?.adapters ?? []) {
+      const spec = this.specs.find((s) => s.name === target);
+      if (!spec || spec.shape.length !== 2)
+        throw new RangeError(`LoRA target ${target} is not a Linear weight of this model`);
+      const [out, inFeatures] = spec.shape;
+      const names = loraNames(target);
+      const A = tf.variable(tf.tensor(lora.A, [lora.rank, inFeatures], 'float32'), true);
+      const B = tf.variable(tf.tensor(lora.B, [out, lora.rank], 'float32'), true);
+      this.adapters.set(target, { A, B });
+      this.loraVars.set(names.A, A);
+      this.loraVars.set(names.B, B);
+    }
+  }
+
+  /** What training updates: the LoRA adapters when there are any, else every weight. */
+  get trainableVariables(): ReadonlyMap<string, tf.Variable> {
+    return this.loraVars.size > 0 ? this.loraVars : this.vars;
+  }
+
+  /** Copies of the trainable variables' values, by name. */
+  readTrainable(): Map<string, Float32Array> {
+    const out = new Map<string, Float32Array>();
+    for (const [name, v] of this.trainableVariables)
+      out.set(name, Float32Array.from(v.dataSync() as Float32Array));
+    return out;
+  }
+
+  /** Sets trainable variables by name (sizes must match). */
+  assignTrainable(values: ReadonlyMap<string, Float32Array>): void {
+    for (const [name, data] of values) {
+      const v = this.trainableVariables.get(name);
+      if (!v || v.size !== data.length)
+        throw new RangeError(`no trainable tensor ${name} of ${data.length} values`);
+      const value = tf.tensor(data, v.shape, 'float32');
+      v.assign(value);
+      value.dispose();
+    }
+  }
+
+  /** The weights with every adapter merged in (W + scale · B A): what rollout engines serve. */
+  readMergedWeights(): WeightMap {
+    const out = this.readWeights();
+    for (const [target, { A, B }] of this.adapters) {
+      const merged = tf.tidy(() => tf.add(this.w(target), tf.mul(tf.matMul(B, A), this.loraScale)));
+      out.set(target, Float32Array.from(merged.dataSync() as Float32Array));
+      merged.dispose();
+    }
+    return out;
   }
 
   /** The variables by Hugging Face tensor name, in `weightSpecs` order. */
@@ -222,6 +304,9 @@ export class TfjsDecoder {
     if (this.disposed) throw new Error('TfjsDecoder was disposed');
     const d = this.dims;
     const { inputIds, past } = input;
+    this.training = input.training ?? false;
+    this.dropoutSeed = input.dropoutSeed;
+    this.dropoutCalls = 0;
     const batch = inputIds.length;
     const seq = inputIds[0]?.length ?? 0;
     if (batch === 0 || seq === 0) throw new RangeError('inputIds must be a non-empty [batch][seq] array');
@@ -319,12 +404,27 @@ export class TfjsDecoder {
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
-    for (const v of this.vars.values()) v.dispose();
+    for (const v of [...this.vars.values(), ...this.loraVars.values()]) v.dispose();
     this.vars.clear();
+    this.loraVars.clear();
+    this.adapters.clear();
   }
 
   private w(name: string): tf.Variable {
     return this.vars.get(name)!;
+  }
+
+  /** A Linear layer by its weight's name, plus its LoRA adapter if it has one. */
+  private lin(x: tf.Tensor2D, weightName: string, bias?: tf.Tensor): tf.Tensor2D {
+    const y = linear(x, this.w(weightName), bias);
+    const adapter = this.adapters.get(weightName);
+    if (!adapter) return y;
+    // PEFT applies dropout to the adapter's input only, and only while training.
+    const seed = this.dropoutSeed === undefined ? undefined : this.dropoutSeed * 1009 + this.dropoutCalls++;
+    const input =
+      this.training && this.loraDropout > 0 ? tf.dropout(x, this.loraDropout, undefined, seed) : x;
+    const delta = tf.matMul(tf.matMul(input, adapter.A, false, true), adapter.B, false, true);
+    return tf.add(y, tf.mul(delta, this.loraScale)) as tf.Tensor2D;
   }
 
   private checkWeights(weights: WeightMap): void {
@@ -352,7 +452,7 @@ export class TfjsDecoder {
     const bias = (name: string) => (d.attentionBias ? this.w(`${p}.${name}.bias`) : undefined);
     // [batch, seq, n, headDim]
     const project = (name: string, n: number): tf.Tensor =>
-      linear(x, this.w(`${p}.${name}.weight`), bias(name)).reshape([batch, seq, n, d.headDim]);
+      this.lin(x, `${p}.${name}.weight`, bias(name)).reshape([batch, seq, n, d.headDim]);
     let q = project('q_proj', d.heads);
     let k = project('k_proj', d.kvHeads);
     const v = project('v_proj', d.kvHeads);
@@ -381,14 +481,14 @@ export class TfjsDecoder {
       .reshape([batch, d.heads, seq, d.headDim])
       .transpose([0, 2, 1, 3])
       .reshape([batch * seq, d.heads * d.headDim]) as tf.Tensor2D;
-    return [linear(attn, this.w(`${p}.o_proj.weight`)), { key, value }];
+    return [this.lin(attn, `${p}.o_proj.weight`), { key, value }];
   }
 
   private mlp(l: number, x: tf.Tensor2D): tf.Tensor2D {
     const p = `${layerPrefix(l)}.mlp`;
-    const gate = linear(x, this.w(`${p}.gate_proj.weight`));
-    const up = linear(x, this.w(`${p}.up_proj.weight`));
+    const gate = this.lin(x, `${p}.gate_proj.weight`);
+    const up = this.lin(x, `${p}.up_proj.weight`);
     const act = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up) as tf.Tensor2D;
-    return linear(act, this.w(`${p}.down_proj.weight`));
+    return this.lin(act, `${p}.down_proj.weight`);
   }
 }

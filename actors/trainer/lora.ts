@@ -6,6 +6,7 @@
  */
 import { ConfigError } from '../../common/errors.js';
 import { Prng } from '../models/model-init.js';
+import { loraNames } from '../models/tfjs-decoder.js';
 import type { WeightMap } from '../models/weight-names.js';
 
 export interface LoraConfig {
@@ -69,10 +70,7 @@ export function loraTargets(weightNames: Iterable<string>, config: LoraConfig): 
 }
 
 /** PEFT's names for the adapter of `target`. */
-export function loraParamNames(target: string): { A: string; B: string } {
-  const base = target.endsWith('.weight') ? target.slice(0, -'.weight'.length) : target;
-  return { A: `${base}.lora_A.weight`, B: `${base}.lora_B.weight` };
-}
+export const loraParamNames = loraNames;
 
 /**
  * Fresh adapters for `targets`, each of shape [out, in] given by `shapes`. A is drawn in order

@@ -7,7 +7,9 @@ import { loadModelDir, type ModelDir } from '../models/model-dir.js';
 import { initRandomModel } from '../models/model-init.js';
 import { selectBackend } from '../models/tfjs-backend.js';
 import { TfjsDecoder } from '../models/tfjs-decoder.js';
+import { weightSpecs } from '../models/weight-names.js';
 import { RolloutModel } from '../rollout/rollout-model.js';
+import { initLoraAdapters, type LoraConfig, loraScale, loraTargets, mergeLora } from './lora.js';
 import {
   type GradientReducer,
   PolicyTrainer,
@@ -123,6 +125,83 @@ describe('PolicyTrainer', () => {
     expect(maxDiff).toBeLessThan(1e-6);
     whole.decoder.dispose();
     micro.decoder.dispose();
+  });
+
+  it('trains only LoRA adapters with LoRA on, and publishes them merged', async () => {
+    const config: LoraConfig = { rank: 4, alpha: 8, dropout: 0, targetModules: ['q_proj', 'v_proj'] };
+    const shapes = new Map(weightSpecs(model.dims).map((spec) => [spec.name, spec.shape]));
+    const targets = loraTargets(shapes.keys(), config);
+    const adapters = initLoraAdapters(targets, shapes, config, 1);
+    const decoder = new TfjsDecoder(model.config, model.weights, {
+      lora: {
+        scale: loraScale(config),
+        adapters: new Map([...adapters].map(([t, a]) => [t, { A: a.A, B: a.B, rank: a.rank }])),
+      },
+    });
+    expect([...decoder.trainableVariables.keys()]).toHaveLength(targets.length * 2);
+    // B starts at zero: the merged model is the base model.
+    expect(decoder.readMergedWeights().get(targets[0])).toEqual(model.weights.get(targets[0]));
+    const trainer = new PolicyTrainer(decoder, { ...options, optimizer: { lr: 1e-2, weightDecay: 0 } });
+    await trainer.step(samples);
+    await trainer.step(samples);
+    const base = decoder.readWeights();
+    for (const [name, w] of model.weights) expect(base.get(name)).toEqual(w);
+    const trained = decoder.readTrainable();
+    const merged = decoder.readMergedWeights();
+    const target = targets[0];
+    const [out, inFeatures] = shapes.get(target)!;
+    const names = {
+      A: target.replace(/weight$/, 'lora_A.weight'),
+      B: target.replace(/weight$/, 'lora_B.weight'),
+    };
+    const expected = mergeLora(
+      model.weights.get(target)!,
+      trained.get(names.A)!,
+      trained.get(names.B)!,
+      loraScale(config),
+      {
+        out,
+        in: inFeatures,
+        rank: 4,
+      },
+    );
+    let maxDiff = 0;
+    for (let i = 0; i < expected.length; i++)
+      maxDiff = Math.max(maxDiff, Math.abs(expected[i] - merged.get(target)![i]));
+    expect(maxDiff).toBeLessThan(1e-6);
+    expect(merged.get(target)).not.toEqual(model.weights.get(target));
+    expect(merged.get('model.layers.0.mlp.up_proj.weight')).toEqual(
+      model.weights.get('model.layers.0.mlp.up_proj.weight'),
+    );
+    decoder.dispose();
+  });
+
+  it('draws LoRA dropout masks from the seed and step, so a rerun repeats exactly', async () => {
+    const config: LoraConfig = { rank: 4, alpha: 8, dropout: 0.5, targetModules: ['q_proj'] };
+    const shapes = new Map(weightSpecs(model.dims).map((spec) => [spec.name, spec.shape]));
+    const run = async (seed: number) => {
+      const adapters = initLoraAdapters(loraTargets(shapes.keys(), config), shapes, config, 1);
+      const decoder = new TfjsDecoder(model.config, model.weights, {
+        lora: {
+          scale: loraScale(config),
+          dropout: config.dropout,
+          adapters: new Map([...adapters].map(([t, a]) => [t, { A: a.A, B: a.B, rank: a.rank }])),
+        },
+      });
+      const trainer = new PolicyTrainer(decoder, {
+        ...options,
+        seed,
+        optimizer: { lr: 1e-2, weightDecay: 0 },
+      });
+      await trainer.step(samples);
+      await trainer.step(samples);
+      const trained = decoder.readTrainable();
+      decoder.dispose();
+      return trained;
+    };
+    const [a, b, c] = [await run(5), await run(5), await run(6)];
+    expect(b).toEqual(a);
+    expect(c).not.toEqual(a);
   });
 
   it('scores the rollout engine’s own samples with a logprob difference ≤ 1e-3', async () => {

@@ -38,6 +38,8 @@ export interface PolicyTrainerOptions {
   clip?: [number, number];
   /** Weight of the k3 KL to the reference policy. Default 0. */
   klCoef?: number;
+  /** Seeds LoRA dropout (with the step and micro-batch), so resumed runs repeat exactly. Default 0. */
+  seed?: number;
   /** Weight of the entropy bonus (the mean token entropy is reported either way). Default 0. */
   entropyCoef?: number;
   /**
@@ -87,9 +89,11 @@ export class PolicyTrainer {
     private readonly options: PolicyTrainerOptions,
   ) {
     this.optimizer = new AdamW(options.optimizer);
-    this.names = canonicalOrder(decoder.variables.keys());
-    this.shapes = new Map([...decoder.variables].map(([name, v]) => [name, v.shape]));
-    this.hfNameOf = new Map([...decoder.variables].map(([name, v]) => [v.name, name]));
+    // With LoRA only the adapters train; otherwise every weight.
+    const trainable = decoder.trainableVariables;
+    this.names = canonicalOrder(trainable.keys());
+    this.shapes = new Map([...trainable].map(([name, v]) => [name, v.shape]));
+    this.hfNameOf = new Map([...trainable].map(([name, v]) => [v.name, name]));
   }
 
   get stepsTaken(): number {
@@ -118,7 +122,8 @@ export class PolicyTrainer {
     let flat: Float32Array | undefined;
     const totals = { loss: 0, pg: 0, kl: 0, entropy: 0, clipped: 0, diff: 0, tokens: 0 };
     for (let start = 0; start < samples.length; start += size) {
-      const part = await this.backward(this.layout(samples.slice(start, start + size)), globalTokens);
+      const seed = ((this.options.seed ?? 0) * 100_003 + this.optimizer.stepsTaken) * 1_000 + start;
+      const part = await this.backward(this.layout(samples.slice(start, start + size)), globalTokens, seed);
       if (flat) for (let i = 0; i < flat.length; i++) flat[i] += part.flat[i];
       else flat = part.flat;
       totals.loss += part.loss;
@@ -137,9 +142,9 @@ export class PolicyTrainer {
       baseLr: this.options.optimizer.lr,
       ...this.options.schedule,
     });
-    const params = this.decoder.readWeights();
+    const params = this.decoder.readTrainable();
     this.optimizer.step(params, summed, lr);
-    this.decoder.assignWeights(params);
+    this.decoder.assignTrainable(params);
     return {
       step: this.optimizer.stepsTaken,
       loss: totals.loss,
@@ -155,11 +160,11 @@ export class PolicyTrainer {
   }
 
   /** Forward and backward of one micro-batch: its flat gradient and loss parts. */
-  private async backward(batch: Batch, globalTokens: number) {
-    const vars = [...this.decoder.variables.values()];
+  private async backward(batch: Batch, globalTokens: number, dropoutSeed: number) {
+    const vars = [...this.decoder.trainableVariables.values()];
     let parts = { pgSum: 0, klSum: 0, entropySum: 0, clipFraction: 0, diffSum: 0 };
     const { value, grads } = tf.variableGrads(() => {
-      const { logits } = this.decoder.forward({ inputIds: batch.inputIds });
+      const { logits } = this.decoder.forward({ inputIds: batch.inputIds, training: true, dropoutSeed });
       const logprobs = tokenLogprobs(logits, batch.targets);
       const mask = tf.tensor2d(batch.mask);
       const { total, ...numbers } = this.tokenLoss(logits, logprobs, mask, batch);

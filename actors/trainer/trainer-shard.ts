@@ -13,11 +13,12 @@ import { createHash } from 'node:crypto';
 import * as tf from '@tensorflow/tfjs';
 import { Counter, Gauge, Histogram, register } from 'prom-client';
 import { CollectiveMember } from '../collective/member.js';
-import { loadModelDir } from '../models/model-dir.js';
+import { loadModelDir, type ModelDir } from '../models/model-dir.js';
 import { selectBackend, type TfjsBackendName } from '../models/tfjs-backend.js';
 import { TfjsDecoder } from '../models/tfjs-decoder.js';
-import type { WeightMap } from '../models/weight-names.js';
+import { type WeightMap, weightSpecs } from '../models/weight-names.js';
 import { CheckpointManager } from './checkpoint.js';
+import { initLoraAdapters, type LoraConfig, loraScale, loraTargets } from './lora.js';
 import { canonicalOrder } from './optimizer.js';
 import {
   PolicyTrainer,
@@ -36,11 +37,17 @@ export interface TrainerShardOptions extends PolicyTrainerOptions {
   keepLast?: number;
   /** Save a checkpoint every N steps (rank 0 of a group saves). Default 0: only when asked. */
   checkpointEvery?: number;
+  /** Train LoRA adapters on these modules instead of every weight; published weights have them merged. */
+  lora?: LoraConfig;
+  /** Seeds the adapters' initialisation (the same on every rank). Default 0. */
+  seed?: number;
 }
 
 export interface ShardInfo {
   backend: string;
   parameters: number;
+  /** What training updates: every parameter, or only the LoRA adapters'. */
+  trainableParameters: number;
   step: number;
 }
 
@@ -86,6 +93,17 @@ function shardMetrics() {
   };
 }
 
+/** Adapters for the configured modules, initialised as PEFT does (B = 0: no change at first). */
+function loraOption(model: ModelDir, config: LoraConfig, seed: number) {
+  const shapes = new Map(weightSpecs(model.dims).map((spec) => [spec.name, spec.shape]));
+  const adapters = initLoraAdapters(loraTargets(shapes.keys(), config), shapes, config, seed);
+  return {
+    scale: loraScale(config),
+    dropout: config.dropout,
+    adapters: new Map([...adapters].map(([target, a]) => [target, { A: a.A, B: a.B, rank: a.rank }])),
+  };
+}
+
 export class TrainerShard extends CollectiveMember {
   private readonly loading: Promise<{
     trainer: PolicyTrainer;
@@ -109,6 +127,7 @@ export class TrainerShard extends CollectiveMember {
     // wasm has no gradient for gather: embed with a one-hot product there.
     const decoder = new TfjsDecoder(model.config, model.weights, {
       embedding: backend === 'wasm' ? 'onehot' : 'gather',
+      lora: this.options.lora ? loraOption(model, this.options.lora, this.options.seed ?? 0) : undefined,
     });
     const trainer = new PolicyTrainer(decoder, this.options);
     const checkpoints = this.options.checkpointDir
@@ -119,9 +138,13 @@ export class TrainerShard extends CollectiveMember {
 
   async ready(): Promise<ShardInfo> {
     const { trainer, backend } = await this.loading;
-    let parameters = 0;
-    for (const v of trainer.decoder.variables.values()) parameters += v.size;
-    return { backend, parameters, step: trainer.stepsTaken };
+    const count = (vars: Iterable<tf.Variable>) => [...vars].reduce((n, v) => n + v.size, 0);
+    return {
+      backend,
+      parameters: count(trainer.decoder.variables.values()),
+      trainableParameters: count(trainer.decoder.trainableVariables.values()),
+      step: trainer.stepsTaken,
+    };
   }
 
   /**
@@ -154,14 +177,14 @@ export class TrainerShard extends CollectiveMember {
     return metrics;
   }
 
-  /** The current weights by Hugging Face name (what is published to rollout engines). */
+  /** The current weights by Hugging Face name, adapters merged (what rollout engines serve). */
   async readWeights(): Promise<Record<string, Float32Array>> {
-    return Object.fromEntries((await this.loading).trainer.decoder.readWeights());
+    return Object.fromEntries((await this.loading).trainer.decoder.readMergedWeights());
   }
 
   /** SHA-256 of every weight's bytes in name order: equal on every rank of a group. */
   async weightsDigest(): Promise<string> {
-    const weights: WeightMap = (await this.loading).trainer.decoder.readWeights();
+    const weights: WeightMap = (await this.loading).trainer.decoder.readTrainable();
     const hash = createHash('sha256');
     for (const name of canonicalOrder(weights.keys())) hash.update(new Uint8Array(weights.get(name)!.buffer));
     return hash.digest('hex');
@@ -171,13 +194,16 @@ export class TrainerShard extends CollectiveMember {
   async saveCheckpoint(extra: { dataCursor?: number } = {}): Promise<string> {
     const { trainer, checkpoints } = await this.loading;
     if (!checkpoints) throw new Error('this shard was created without checkpointDir');
-    const weights = trainer.decoder.readWeights();
-    const shapes = new Map([...trainer.decoder.variables].map(([name, v]) => [name, v.shape]));
+    // What training changes: every weight, or only the LoRA adapters.
+    const weights = trainer.decoder.readTrainable();
+    const shapes = new Map([...trainer.decoder.trainableVariables].map(([name, v]) => [name, v.shape]));
     return checkpoints.save({
       step: trainer.stepsTaken,
       weights,
       shapes,
       optimizerState: trainer.adam.state(),
+      // Dropout masks derive from (seed, step, micro-batch): the seed and the step are the RNG state.
+      rngState: { seed: this.options.seed ?? 0, step: trainer.stepsTaken },
       dataCursor: extra.dataCursor ?? null,
     });
   }
@@ -187,7 +213,7 @@ export class TrainerShard extends CollectiveMember {
     const { trainer, checkpoints } = await this.loading;
     if (!checkpoints) throw new Error('this shard was created without checkpointDir');
     const loaded = checkpoints.load(step);
-    trainer.decoder.assignWeights(loaded.weights);
+    trainer.decoder.assignTrainable(loaded.weights);
     if (loaded.optimizerState) trainer.adam.loadState(loaded.optimizerState);
     return loaded.step;
   }
