@@ -223,8 +223,9 @@ export class TfjsDecoder {
     this.loraDropout = options.lora?.dropout ?? 0;
     for (const [target, lora] of options.lora?.adapters ?? []) {
       const spec = this.specs.find((s) => s.name === target);
-      if (!spec || spec.shape.length !== 2)
+      if (spec?.shape.length !== 2) {
         throw new RangeError(`LoRA target ${target} is not a Linear weight of this model`);
+      }
       const [out, inFeatures] = spec.shape;
       const names = loraNames(target);
       const A = tf.variable(tf.tensor(lora.A, [lora.rank, inFeatures], 'float32'), true);
