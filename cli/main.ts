@@ -6,6 +6,7 @@ import { Command, CommanderError } from 'commander';
 import { packageRoot } from '../common/package-root.js';
 import { EXIT_USAGE, exitOnError } from './cli-errors.js';
 import { registerModelCommands } from './model-commands.js';
+import { registerSandboxCommand } from './sandbox-command.js';
 import { registerServeCommand } from './serve-command.js';
 import { registerServerCommands } from './server-commands.js';
 import { registerStatusCommands } from './status-commands.js';
@@ -25,6 +26,7 @@ registerServerCommands(program);
 registerStatusCommands(program);
 registerModelCommands(program);
 registerServeCommand(program);
+registerSandboxCommand(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   if (err instanceof CommanderError) process.exit(err.exitCode === 0 ? 0 : EXIT_USAGE);

@@ -1,0 +1,43 @@
+/** `clawray sandbox exec`: one command in the agent sandbox (bubblewrap), for trying it out by hand. */
+import { constants as osConstants } from 'node:os';
+import type { Command } from 'commander';
+import { runSandboxed } from '../actors/envs/sandbox/sandbox.js';
+import { int } from './cli-parse.js';
+
+export const EXIT_TIMEOUT = 124;
+
+export function registerSandboxCommand(program: Command): void {
+  const sandbox = program.command('sandbox').description('the sandbox agent commands run in (bubblewrap)');
+  sandbox
+    .command('exec')
+    .description('run one command in a fresh sandbox with DIR at /workspace; exits with its exit code')
+    .argument('<command...>', 'the command and its arguments (after --)')
+    .option('--workspace <dir>', 'directory mounted read-write at /workspace', '.')
+    .option('--network', 'share the host network (default: none, only a private loopback)')
+    .option('--timeout-ms <n>', 'wall-clock limit; exit code 124 when reached', int('--timeout-ms'), 30_000)
+    .option('--memory-mb <n>', 'address-space limit per process (RLIMIT_AS)', int('--memory-mb'))
+    .option('--cpu-seconds <n>', 'CPU-time limit per process (RLIMIT_CPU)', int('--cpu-seconds'))
+    .option('--max-processes <n>', 'process limit of the sandbox user (RLIMIT_NPROC)', int('--max-processes'))
+    .option('--max-output-bytes <n>', 'stdout + stderr kept before the run is cut', int('--max-output-bytes'))
+    .action(async (command: string[], o) => {
+      const result = await runSandboxed({
+        command,
+        workspace: o.workspace,
+        network: Boolean(o.network),
+        timeoutMs: o.timeoutMs,
+        memoryMb: o.memoryMb,
+        cpuSeconds: o.cpuSeconds,
+        maxProcesses: o.maxProcesses,
+        maxOutputBytes: o.maxOutputBytes,
+        onOutput: (stream, chunk) => (stream === 'stdout' ? process.stdout : process.stderr).write(chunk),
+      });
+      if (result.truncated) process.stderr.write('clawray: output limit reached; the command was killed\n');
+      if (result.timedOut) {
+        process.stderr.write(`clawray: timed out after ${o.timeoutMs} ms; the command was killed\n`);
+        process.exitCode = EXIT_TIMEOUT;
+        return;
+      }
+      if (result.exitCode !== null) process.exitCode = result.exitCode;
+      else process.exitCode = 128 + (result.signal ? (osConstants.signals[result.signal] ?? 9) : 9);
+    });
+}
