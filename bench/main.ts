@@ -27,6 +27,11 @@ const BENCHES: Record<string, { describe: string; run: Bench }> = {
       'ring all-reduce between actors: 2 and 4 ranks x 16 and 64 MiB fp32, algbw/busbw vs raw loopback TCP',
     run: async () => (await import('./allreduce-bench.js')).runAllreduceBench(),
   },
+  buffer: {
+    describe:
+      'trajectory buffer appends/s and reads+acks/s, in memory and on Redis Streams, vs redis-benchmark XADD',
+    run: async () => (await import('./buffer-bench.js')).runBufferBench(),
+  },
 };
 
 function usage(): string {

@@ -1,0 +1,191 @@
+/**
+ * The trajectory buffer contract: one record shape (OpenClaw-RL's per-turn sample) and one
+ * consumer-group interface, implemented over Redis Streams (`redis-buffer.ts`) and in memory
+ * (`memory-buffer.ts`). `buffer.contract.ts` holds the behaviour both must share.
+ */
+import { z } from 'zod';
+import { ConfigError } from '../../common/errors.js';
+
+/** A chat message as OpenClaw-RL records it (`role`, `content`, tool calls, ...); extra keys kept. */
+export const MessageSchema = z.looseObject({
+  role: z.string().min(1),
+  content: z.unknown(),
+});
+export type Message = z.infer<typeof MessageSchema>;
+
+export const TrajectoryRecordSchema = z
+  .object({
+    /** Idempotency key: appending the same id twice stores it once. */
+    trajectoryId: z.string().min(1),
+    sessionId: z.string().min(1),
+    turn: z.number().int().nonnegative(),
+    messages: z.array(MessageSchema),
+    promptTokenIds: z.array(z.number().int().nonnegative()),
+    tokenIds: z.array(z.number().int().nonnegative()),
+    /** One per response token (OpenClaw-RL truncates or zero-pads them to match `tokenIds`). */
+    logprobs: z.array(z.number()),
+    /** The message that followed this turn (user reply, tool result), or null at the end. */
+    nextState: MessageSchema.nullable(),
+    /** The PRM judge's m votes (+1 / -1 / 0 for invalid). */
+    votes: z.array(z.number()),
+    /** Majority / mean of the votes; null until judged. */
+    score: z.number().nullable(),
+    /** OPD hindsight hint (the longest +1 hint), or null. */
+    hint: z.string().nullable(),
+    /** The policy weight version that produced the response. */
+    weightVersion: z.number().int().nonnegative(),
+    createdAtMs: z.number().int().nonnegative(),
+    extra: z.record(z.string(), z.unknown()).optional(),
+  })
+  .superRefine((r, ctx) => {
+    if (r.logprobs.length !== r.tokenIds.length) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['logprobs'],
+        message: `has ${r.logprobs.length} entries but tokenIds has ${r.tokenIds.length}`,
+      });
+    }
+  });
+
+export type TrajectoryRecord = z.infer<typeof TrajectoryRecordSchema>;
+
+/**
+ * Validates one record; throws ConfigError naming the first bad field, e.g.
+ * `invalid trajectory record "t1": tokenIds.3: Invalid input: expected number, received string`.
+ */
+export function parseTrajectoryRecord(value: unknown, where?: string): TrajectoryRecord {
+  const fast = fastParse(value);
+  if (fast !== undefined) return fast;
+  const result = TrajectoryRecordSchema.safeParse(value);
+  if (result.success) return result.data;
+  const tid =
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as { trajectoryId?: unknown }).trajectoryId === 'string'
+      ? ` ${JSON.stringify((value as { trajectoryId: string }).trajectoryId)}`
+      : '';
+  const issue = result.error.issues[0]!;
+  const field = issue.path.length > 0 ? issue.path.map(String).join('.') : '(record)';
+  throw new ConfigError(
+    `invalid trajectory record${tid}${where ? ` (${where})` : ''}: ${field}: ${issue.message}`,
+    { fields: { field, trajectoryId: tid ? tid.trim().slice(1, -1) : undefined } },
+  );
+}
+
+export interface BufferEntry {
+  /** Stream entry id, `<ms>-<seq>`, increasing in append order. */
+  entryId: string;
+  record: TrajectoryRecord;
+  /** How many times this entry has been delivered to the group, this delivery included. */
+  deliveries: number;
+}
+
+export interface ReadOptions {
+  group: string;
+  consumer: string;
+  /** Most entries to return (default 1). */
+  count?: number;
+  /** Wait up to this long for a new entry when none is there (default 0: do not wait). */
+  blockMs?: number;
+}
+
+export interface ClaimOptions {
+  group: string;
+  consumer: string;
+  /** Only entries delivered at least this long ago and not acked are claimed. */
+  idleMs: number;
+  /** Most entries to examine (default 100). */
+  count?: number;
+}
+
+export interface PendingEntry {
+  entryId: string;
+  consumer: string;
+  idleMs: number;
+  deliveries: number;
+}
+
+export interface DeadLetter {
+  /** The entry id in the main stream. */
+  entryId: string;
+  group: string;
+  /** Deliveries made before it was given up on. */
+  deliveries: number;
+  deadAtMs: number;
+  record: TrajectoryRecord;
+}
+
+export interface BufferOptions {
+  /** Cluster name: keys live under `clawray:{cluster}:` (default `default`). */
+  cluster?: string;
+  /** Buffer (stream) name within the cluster (default `trajectories`). */
+  name?: string;
+  /** Approximate cap on the stream length: at least this many newest entries are kept. */
+  maxLen?: number;
+  /** An entry delivered this many times and still not acked goes to the dead letters (default 3). */
+  maxDeliveries?: number;
+}
+
+export const DEFAULT_MAX_DELIVERIES = 3;
+export const DEFAULT_CLAIM_COUNT = 100;
+
+/**
+ * A stream of trajectory records read through consumer groups. Each group sees every entry;
+ * within a group each entry goes to one consumer and stays pending until acked. Groups are
+ * created on first use and start at the beginning of the stream.
+ */
+export interface TrajectoryBuffer {
+  readonly kind: 'memory' | 'redis';
+  /** Appends validated records; a trajectoryId already stored returns its existing entry id. */
+  append(records: readonly TrajectoryRecord[]): Promise<string[]>;
+  /** New entries (never delivered to this group) for this consumer. */
+  read(options: ReadOptions): Promise<BufferEntry[]>;
+  /** Returns how many of the entries were pending and are now acked. */
+  ack(group: string, entryIds: readonly string[]): Promise<number>;
+  /**
+   * Re-delivers to `consumer` the entries pending longer than `idleMs`; those already delivered
+   * `maxDeliveries` times go to the dead letters instead and are acked.
+   */
+  claimStale(options: ClaimOptions): Promise<BufferEntry[]>;
+  deadLetters(): Promise<DeadLetter[]>;
+  /** The group's delivered-but-unacked entries, oldest id first. */
+  pending(group: string): Promise<PendingEntry[]>;
+  /** Entries in the stream (after trimming). */
+  length(): Promise<number>;
+  /** Marks trajectories as trained; returns how many were not marked before. */
+  markTrained(trajectoryIds: readonly string[]): Promise<number>;
+  /** True once markTrained saw the id: a redelivered entry must then be skipped. */
+  wasTrained(trajectoryId: string): Promise<boolean>;
+  /** Writes every record in the stream, oldest first, one JSON object per line; returns the count. */
+  exportJsonl(file: string): Promise<number>;
+  /** Validates and appends every line of a JSONL file; returns the entry ids. */
+  importJsonl(file: string): Promise<string[]>;
+  close(): Promise<void>;
+}
+
+const TOKEN_ARRAYS = ['promptTokenIds', 'tokenIds'] as const;
+
+/**
+ * The long number arrays checked by hand (zod costs ~60 µs on a 200-token record), the rest by
+ * the schema. Returns undefined when anything is off, so the full parse reports the error.
+ */
+function fastParse(value: unknown): TrajectoryRecord | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const v = value as Record<string, unknown>;
+  const { promptTokenIds, tokenIds, logprobs } = v;
+  for (const key of TOKEN_ARRAYS) {
+    const a = v[key];
+    if (!Array.isArray(a)) return undefined;
+    for (const x of a) if (!Number.isInteger(x) || x < 0) return undefined;
+  }
+  if (!Array.isArray(logprobs) || logprobs.length !== (tokenIds as unknown[]).length) return undefined;
+  for (const x of logprobs) if (typeof x !== 'number' || !Number.isFinite(x)) return undefined;
+  const rest = TrajectoryRecordSchema.safeParse({ ...v, promptTokenIds: [], tokenIds: [], logprobs: [] });
+  if (!rest.success) return undefined;
+  return {
+    ...rest.data,
+    promptTokenIds: (promptTokenIds as number[]).slice(),
+    tokenIds: (tokenIds as number[]).slice(),
+    logprobs: (logprobs as number[]).slice(),
+  };
+}
