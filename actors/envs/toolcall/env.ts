@@ -1,0 +1,237 @@
+/**
+ * The toolcall track's environment. An episode: a system prompt and the task question → the
+ * agent's turns, each an assistant message whose tool calls are answered by `tool` messages →
+ * the episode ends when the agent answers without tool calls (reward from the verifier: the last
+ * `\boxed{…}` equal to the expected answer → +1, else −1) or after `maxTurns` (16) turns (−1,
+ * `info.truncated`). Malformed tool calls (bad shape, unknown tool, arguments that are not a JSON
+ * object or do not fit the tool's schema) are answered with an error tool message and counted in
+ * `info.malformedToolCalls`; calls past `maxToolCalls` (16 per episode) are answered with an
+ * error and not run.
+ */
+import { z } from 'zod';
+import {
+  type Action,
+  actionToMessage,
+  type ChatMessage,
+  type Environment,
+  type Observation,
+  type StepResult,
+  type ToolMessage,
+  type ToolSchema,
+} from '../environment.js';
+import { buildTaskSuite, type Split, type ToolcallTask } from './tasks.js';
+import { isToolName, TOOL_ARGUMENTS, TOOL_SCHEMAS, ToolRunner } from './tools.js';
+import { REWARD_WRONG, verifyAnswer } from './verifier.js';
+
+export const DEFAULT_MAX_TURNS = 16;
+export const DEFAULT_MAX_TOOL_CALLS = 16;
+
+export const DEFAULT_SYSTEM_PROMPT =
+  'You solve the task using the tools when they help. Call tools with function calls; you will get ' +
+  'their results back. When you are done, reply without tool calls and put the final answer, and ' +
+  'nothing else, in \\boxed{...}.';
+
+export interface ToolcallInfo {
+  taskId: string;
+  turns: number;
+  /** Tool calls the agent made (well-formed or not). */
+  toolCalls: number;
+  malformedToolCalls: number;
+  /** Well-formed calls whose tool failed (calculator error, program exit ≠ 0, timeout). */
+  toolErrors: number;
+  /** Calls refused because the episode's tool-call budget was spent. */
+  overBudgetToolCalls: number;
+  /** The turn limit ended the episode before a final answer. */
+  truncated: boolean;
+  expected: string;
+  /** The boxed answer of the final message, when the episode ended with one. */
+  answer?: string;
+  correct: boolean;
+}
+
+export interface ToolcallEnvOptions {
+  /** The tasks episodes draw from (default: the built-in suite). */
+  tasks?: ToolcallTask[];
+  /** Restrict the default draw to one split ('all' by default); reset(taskId) reaches any task. */
+  split?: Split | 'all';
+  /** Seed of the order in which reset() without an id walks the tasks. */
+  seed?: number;
+  maxTurns?: number;
+  maxToolCalls?: number;
+  systemPrompt?: string;
+  runner?: ToolRunner;
+  tools?: readonly ToolSchema[];
+}
+
+const toolCallShape = z.object({
+  id: z.string().min(1),
+  type: z.literal('function').optional(),
+  function: z.object({ name: z.string(), arguments: z.string() }),
+});
+
+class MalformedCall extends Error {}
+
+export class ToolcallEnvironment implements Environment<ToolcallInfo> {
+  readonly tasks: ToolcallTask[];
+  private readonly pool: ToolcallTask[];
+  private readonly maxTurns: number;
+  private readonly maxToolCalls: number;
+  private readonly systemPrompt: string;
+  private readonly runner: ToolRunner;
+  private readonly tools: ToolSchema[];
+  private cursor = 0;
+  private task: ToolcallTask | undefined;
+  private messages: ChatMessage[] = [];
+  private info: ToolcallInfo | undefined;
+  private done = false;
+  private closed = false;
+
+  constructor(options: ToolcallEnvOptions = {}) {
+    this.tasks = options.tasks ?? buildTaskSuite();
+    const split = options.split ?? 'all';
+    this.pool = split === 'all' ? [...this.tasks] : this.tasks.filter((t) => t.split === split);
+    if (this.pool.length === 0) throw new Error(`toolcall env: no tasks in split '${split}'`);
+    // A seeded Fisher–Yates shuffle of the draw order.
+    let s = (options.seed ?? 0) >>> 0;
+    const rand = () => {
+      s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+      return s / 4294967296;
+    };
+    for (let i = this.pool.length - 1; i > 0; i--) {
+      const j = Math.floor(rand() * (i + 1));
+      [this.pool[i], this.pool[j]] = [this.pool[j], this.pool[i]];
+    }
+    this.maxTurns = options.maxTurns ?? DEFAULT_MAX_TURNS;
+    this.maxToolCalls = options.maxToolCalls ?? DEFAULT_MAX_TOOL_CALLS;
+    this.systemPrompt = options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT;
+    this.runner = options.runner ?? new ToolRunner();
+    this.tools = [...(options.tools ?? TOOL_SCHEMAS)];
+  }
+
+  /** The task of the current episode. */
+  get currentTask(): ToolcallTask | undefined {
+    return this.task;
+  }
+
+  async reset(taskId?: string): Promise<Observation> {
+    if (this.closed) throw new Error('toolcall env: closed');
+    let task: ToolcallTask | undefined;
+    if (taskId !== undefined) {
+      task = this.tasks.find((t) => t.id === taskId);
+      if (!task) throw new Error(`toolcall env: no task '${taskId}'`);
+    } else {
+      task = this.pool[this.cursor++ % this.pool.length];
+    }
+    this.task = task;
+    this.done = false;
+    this.messages = [
+      { role: 'system', content: this.systemPrompt },
+      { role: 'user', content: task.question },
+    ];
+    this.info = {
+      taskId: task.id,
+      turns: 0,
+      toolCalls: 0,
+      malformedToolCalls: 0,
+      toolErrors: 0,
+      overBudgetToolCalls: 0,
+      truncated: false,
+      expected: task.answer,
+      correct: false,
+    };
+    return this.observation(task.question);
+  }
+
+  async step(action: Action): Promise<StepResult<ToolcallInfo>> {
+    if (this.closed) throw new Error('toolcall env: closed');
+    const info = this.info;
+    const task = this.task;
+    if (!info || !task) throw new Error('toolcall env: step() before reset()');
+    if (this.done) throw new Error('toolcall env: step() after the episode ended; reset() first');
+    if (action === null || typeof action !== 'object')
+      throw new TypeError('toolcall env: action must be an object');
+    const rawCalls: unknown[] = Array.isArray(action.tool_calls) ? action.tool_calls : [];
+    info.turns++;
+    this.messages.push(actionToMessage({ content: action.content, tool_calls: action.tool_calls }));
+
+    if (rawCalls.length === 0) {
+      const verdict = verifyAnswer(action.content, task.answer);
+      info.answer = verdict.answer;
+      info.correct = verdict.correct;
+      this.done = true;
+      return { observation: this.observation(''), reward: verdict.reward, done: true, info: { ...info } };
+    }
+
+    const results: ToolMessage[] = [];
+    for (const [n, raw] of rawCalls.entries()) {
+      results.push(await this.answerCall(raw, n, info));
+    }
+    this.messages.push(...results);
+    const text = results.map((r) => r.content).join('\n\n');
+    if (info.turns >= this.maxTurns) {
+      info.truncated = true;
+      this.done = true;
+      return { observation: this.observation(text), reward: REWARD_WRONG, done: true, info: { ...info } };
+    }
+    return { observation: this.observation(text), reward: 0, done: false, info: { ...info } };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.task = undefined;
+    this.messages = [];
+  }
+
+  private observation(text: string): Observation {
+    return { messages: [...this.messages], text, tools: this.tools };
+  }
+
+  private async answerCall(raw: unknown, n: number, info: ToolcallInfo): Promise<ToolMessage> {
+    info.toolCalls++;
+    const rawId = (raw as { id?: unknown } | null)?.id;
+    const id = typeof rawId === 'string' && rawId.length > 0 ? rawId : `call_invalid_${info.turns}_${n}`;
+    const reply = (content: string, name?: string): ToolMessage =>
+      name === undefined
+        ? { role: 'tool', tool_call_id: id, content }
+        : { role: 'tool', tool_call_id: id, name, content };
+    let name: string | undefined;
+    try {
+      const shape = toolCallShape.safeParse(raw);
+      if (!shape.success) {
+        throw new MalformedCall('a tool call needs an id and function {name, arguments (a JSON string)}');
+      }
+      name = shape.data.function.name;
+      if (!isToolName(name)) {
+        throw new MalformedCall(
+          `unknown tool '${name}'; the tools are ${Object.keys(TOOL_ARGUMENTS).join(', ')}`,
+        );
+      }
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(shape.data.function.arguments);
+      } catch {
+        throw new MalformedCall(`the arguments of ${name} are not valid JSON`);
+      }
+      const args = TOOL_ARGUMENTS[name].safeParse(parsed);
+      if (!args.success) {
+        const issues = args.error.issues.map((i) => `${i.path.join('.') || '(arguments)'}: ${i.message}`);
+        throw new MalformedCall(`bad arguments for ${name}: ${issues.join('; ')}`);
+      }
+      if (info.toolCalls - info.malformedToolCalls - info.overBudgetToolCalls > this.maxToolCalls) {
+        info.overBudgetToolCalls++;
+        return reply(
+          `Error: the tool-call budget of ${this.maxToolCalls} is spent; give your final answer.`,
+          name,
+        );
+      }
+      // The name/arguments pair was validated together above.
+      const outcome = await this.runner.run(name, args.data as never);
+      if (outcome.error) info.toolErrors++;
+      return reply(outcome.content, name);
+    } catch (e) {
+      if (!(e instanceof MalformedCall)) throw e;
+      info.malformedToolCalls++;
+      return reply(`Error: malformed tool call: ${e.message}`, name);
+    }
+  }
+}
