@@ -22,6 +22,9 @@ import { runSandboxed, SANDBOX_UID } from './sandbox.js';
 const hasBwrap = spawnSync('bwrap', ['--version']).status === 0;
 const asRoot = process.getuid?.() === 0;
 const sandboxUid = asRoot ? SANDBOX_UID : process.getuid?.();
+// The process-counting tests run as a uid of their own: other suites' sandboxes (65534) may be
+// running at the same time, and RLIMIT_NPROC and the leftover checks count per uid.
+const ISOLATED_UID = 61_234;
 
 /** Pids of live processes owned by `uid` (real uid), from /proc. */
 function processesOf(uid: number): number[] {
@@ -195,29 +198,37 @@ describe.skipIf(!hasBwrap)('runSandboxed', () => {
   });
 
   it.skipIf(!asRoot)('contains a fork bomb, and no process of the sandbox uid survives', async () => {
-    expect(processesOf(SANDBOX_UID)).toEqual([]);
+    expect(processesOf(ISOLATED_UID)).toEqual([]);
     const r = await runSandboxed({
       command: ['bash', '-c', ':(){ :|:& };:; sleep 100'],
       workspace,
+      uid: ISOLATED_UID,
+      gid: ISOLATED_UID,
       maxProcesses: 64,
       timeoutMs: 3000,
     });
     expect(r.timedOut).toBe(true);
     expect(r.durationMs).toBeLessThan(10_000);
-    expect(await waitForNoProcessesOf(SANDBOX_UID)).toEqual([]);
+    expect(await waitForNoProcessesOf(ISOLATED_UID)).toEqual([]);
     // The host still forks.
     expect(execFileSync('sh', ['-c', 'echo ok']).toString()).toBe('ok\n');
   });
 
   it('cuts endless output at maxOutputBytes and ends the run', async () => {
-    const r = await runSandboxed({ command: ['yes'], workspace, maxOutputBytes: 100_000, timeoutMs: 20_000 });
+    const r = await runSandboxed({
+      command: ['yes'],
+      workspace,
+      maxOutputBytes: 100_000,
+      timeoutMs: 20_000,
+      ...(asRoot ? { uid: ISOLATED_UID, gid: ISOLATED_UID } : {}),
+    });
     expect(r.truncated).toBe(true);
     expect(r.timedOut).toBe(false);
     expect(r.stdout.length + r.stderr.length).toBe(100_000);
     expect(r.stdout.startsWith('y\ny\n')).toBe(true);
     expect(r.exitCode).toBeNull();
     expect(r.durationMs).toBeLessThan(10_000);
-    if (asRoot) expect(await waitForNoProcessesOf(SANDBOX_UID)).toEqual([]);
+    if (asRoot) expect(await waitForNoProcessesOf(ISOLATED_UID)).toEqual([]);
   });
 
   it('kills the whole tree at the timeout', async () => {
@@ -225,13 +236,14 @@ describe.skipIf(!hasBwrap)('runSandboxed', () => {
       command: ['sh', '-c', 'sleep 1000 & sleep 1000'],
       workspace,
       timeoutMs: 1000,
+      ...(asRoot ? { uid: ISOLATED_UID, gid: ISOLATED_UID } : {}),
     });
     expect(r.timedOut).toBe(true);
     expect(r.exitCode).toBeNull();
     expect(r.signal).toBe('SIGKILL');
     expect(r.durationMs).toBeGreaterThanOrEqual(900);
     expect(r.durationMs).toBeLessThan(5000);
-    if (asRoot) expect(await waitForNoProcessesOf(SANDBOX_UID)).toEqual([]);
+    if (asRoot) expect(await waitForNoProcessesOf(ISOLATED_UID)).toEqual([]);
   });
 
   it('holds the memory limit', async () => {
