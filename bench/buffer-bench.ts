@@ -4,15 +4,12 @@
  * logprobs), against a `redis-benchmark` XADD baseline measured on the same temporary
  * redis-server in the same run.
  */
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { MemoryTrajectoryBuffer } from '../jobs/buffer/memory-buffer.js';
 import { RedisTrajectoryBuffer } from '../jobs/buffer/redis-buffer.js';
 import type { TrajectoryBuffer, TrajectoryRecord } from '../jobs/buffer/types.js';
+import { startRedisServer } from './redis-server.js';
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const round = (x: number) => Math.round(x);
@@ -39,56 +36,6 @@ function record(i: number, run: string): TrajectoryRecord {
     hint: null,
     weightVersion: 3,
     createdAtMs: Date.now(),
-  };
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-/** A throwaway redis-server (same approach as test/setup/redis-server.ts). */
-async function startRedis(): Promise<{ port: number; stop(): Promise<void> }> {
-  const dir = mkdtempSync(join(tmpdir(), 'clawray-bench-redis-'));
-  const port = await freePort();
-  const child: ChildProcess = spawn(
-    'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no'],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  await new Promise<void>((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error(`redis-server did not start: ${out}`)), 10_000);
-    child.once('error', (err) => {
-      clearTimeout(timer);
-      reject(new Error(`cannot run redis-server: ${err.message}`));
-    });
-    child.stdout?.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      if (out.includes('Ready to accept connections')) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-  });
-  child.stdout?.resume();
-  child.stderr?.resume();
-  return {
-    port,
-    async stop() {
-      if (child.exitCode === null) {
-        const exited = new Promise((r) => child.once('exit', r));
-        child.kill('SIGKILL');
-        await exited;
-      }
-      rmSync(dir, { recursive: true, force: true });
-    },
   };
 }
 
@@ -153,7 +100,7 @@ export async function runBufferBench(): Promise<Record<string, unknown>> {
   const memory = new MemoryTrajectoryBuffer();
   const mem = await measure(memory, 'mem');
   await memory.close();
-  const server = await startRedis();
+  const server = await startRedisServer();
   try {
     log('redis-benchmark XADD baseline');
     const baseline = await redisBenchmarkXadd(server.port);

@@ -32,7 +32,7 @@ export interface JudgeInput {
   nextState: NextState;
 }
 
-/** Flattens OpenAI-style content (string, or array of parts) to text; non-text parts become placeholders. */
+/** Flattens OpenAI-style content (string, or array of parts) to text; non-text parts become `[type]` markers. */
 export function contentToText(content: unknown): string {
   if (content === null || content === undefined) return '';
   if (typeof content === 'string') return content;
@@ -81,9 +81,9 @@ export const PRM_SYSTEM_PROMPT = [
   'Only the last \\boxed{} in your answer counts.',
 ].join('\n');
 
-/** Process-reward judge messages for one turn. */
-export function buildPrmMessages(input: JudgeInput): JudgeChatMessage[] {
-  const user = [
+/** The turn under judgement: the conversation, the assistant output and its next state. */
+function turnSections(input: JudgeInput): string[] {
+  return [
     '## Conversation so far',
     formatConversation(input.messages),
     '',
@@ -93,6 +93,13 @@ export function buildPrmMessages(input: JudgeInput): JudgeChatMessage[] {
     `## Next state [role: ${input.nextState.role}]`,
     contentToText(input.nextState.content),
     '',
+  ];
+}
+
+/** Process-reward judge messages for one turn. */
+export function buildPrmMessages(input: JudgeInput): JudgeChatMessage[] {
+  const user = [
+    ...turnSections(input),
     'Using the next state as evidence, did the assistant output fulfil the user intent?',
     'Classify as (a) positive, (b) negative (correction, redo request, rephrasing, failure), or (c) neutral,',
     'then end with \\boxed{1}, \\boxed{-1} or \\boxed{0}.',
@@ -118,15 +125,7 @@ export const HINT_SYSTEM_PROMPT = [
 /** OPD hint-judge messages for one turn. */
 export function buildHintMessages(input: JudgeInput): JudgeChatMessage[] {
   const user = [
-    '## Conversation so far',
-    formatConversation(input.messages),
-    '',
-    '## Assistant output',
-    input.response,
-    '',
-    `## Next state [role: ${input.nextState.role}]`,
-    contentToText(input.nextState.content),
-    '',
+    ...turnSections(input),
     'Does the next state contain information that would have led to a better assistant output?',
     'If yes: write [HINT_START]your 1-3 sentence hint[HINT_END] and end with \\boxed{1}.',
     'If no: end with \\boxed{-1}.',

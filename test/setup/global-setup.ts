@@ -1,6 +1,6 @@
 import type {} from 'vitest';
 import type { TestProject } from 'vitest/node';
-import { type RedisServer, startRedisServer } from './redis-server.js';
+import { type RedisServer, startRedisServer } from '../../bench/redis-server.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {

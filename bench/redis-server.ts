@@ -1,4 +1,4 @@
-/** A real redis-server on a free loopback port in a temporary folder, for tests and benches. */
+/** A real redis-server on a free loopback port in a temporary folder, for tests and benchmarks. */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
