@@ -5,6 +5,7 @@ import * as tf from '@tensorflow/tfjs';
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../common/errors.js';
+import { seededRandom } from '../../common/random.js';
 import { type Dims, dims as dimsOf, type ModelConfig, modelConfigSchema, PRESETS } from './model-config.js';
 import {
   buildDecoderModel,
@@ -24,18 +25,6 @@ const TOL = 1e-4;
 
 // ---- seeded random weights --------------------------------------------------------------
 
-/** mulberry32: a tiny seeded PRNG in [0, 1). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function normal(rand: () => number): number {
   const u = Math.max(rand(), 1e-12);
   return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * rand());
@@ -43,7 +32,7 @@ function normal(rand: () => number): number {
 
 /** Random weights; norms are 1 ± noise and biases nonzero so every tensor matters. */
 function randomWeights(d: Dims, seed: number): WeightMap {
-  const rand = prng(seed);
+  const rand = seededRandom(seed);
   const out: WeightMap = new Map();
   for (const spec of weightSpecs(d)) {
     const size = spec.shape.reduce((a, b) => a * b, 1);
@@ -412,7 +401,7 @@ describe('exportDecoderOnnx: key/value cache', () => {
   for (const [name, config, seed] of CONFIGS) {
     it(`${name}: prefill + 3 cached decode steps equal one full pass`, async () => {
       const { d, session } = await fixture(name, config, seed);
-      const ids = randomTokens(prng(seed + 100), 12, d.vocab);
+      const ids = randomTokens(seededRandom(seed + 100), 12, d.vocab);
       const full = await runStep(session, d, { ids: [ids] });
       const prefill = await runStep(session, d, { ids: [ids.slice(0, 9)] });
       expect(prefill.present[0].dims).toEqual([1, d.kvHeads, 9, d.headDim]);
@@ -439,7 +428,7 @@ describe('exportDecoderOnnx: key/value cache', () => {
 
     it(`${name}: a left-padded batch equals each sequence alone on its real tokens`, async () => {
       const { d, session } = await fixture(name, config, seed);
-      const rand = prng(seed + 200);
+      const rand = seededRandom(seed + 200);
       const a = randomTokens(rand, 7, d.vocab);
       const b = randomTokens(rand, 4, d.vocab);
       const pad = 3;
@@ -503,7 +492,7 @@ describe('exportDecoderOnnx: key/value cache', () => {
 
     it(`${name}: matches an independent float64 scalar reference`, async () => {
       const { config: c, d, weights, session } = await fixture(name, config, seed);
-      const ids = randomTokens(prng(seed + 300), 10, d.vocab);
+      const ids = randomTokens(seededRandom(seed + 300), 10, d.vocab);
       const ref = scalarForward(c, weights, ids);
       const out = await runStep(session, d, { ids: [ids] });
       let diff = 0;
@@ -525,7 +514,7 @@ describe('exportDecoderOnnx: parity with the TensorFlow.js reference', () => {
       const { d, weights, session } = await fixture(name, config, seed);
       const decoder = new TfjsDecoder(config, weights, { trainable: false });
       try {
-        const rand = prng(seed + 400);
+        const rand = seededRandom(seed + 400);
         const a = randomTokens(rand, 6, d.vocab);
         const b = randomTokens(rand, 4, d.vocab);
         const ids = [a, [0, 0, ...b]];
@@ -594,7 +583,7 @@ describe('writeDecoderOnnx', () => {
 
   it('writes model.onnx inline or with model.onnx_data, both loading by path with the same logits', async () => {
     const { d, config, weights, session } = await fixture('qwen3 (tiny)', TINY, 1);
-    const ids = [randomTokens(prng(5), 5, d.vocab)];
+    const ids = [randomTokens(seededRandom(5), 5, d.vocab)];
     const expected = (await runStep(session, d, { ids })).logits;
 
     const inline = writeDecoderOnnx(join(dir, 'inline'), config, weights);
@@ -630,7 +619,7 @@ describe('decodeModel / encodeModel', () => {
     const again = encodeModel(decodeModel(bytes));
     const s = await ort.InferenceSession.create(again);
     try {
-      const ids = [randomTokens(prng(6), 4, d.vocab)];
+      const ids = [randomTokens(seededRandom(6), 4, d.vocab)];
       expect(
         maxAbsDiff((await runStep(s, d, { ids })).logits, (await runStep(session, d, { ids })).logits),
       ).toBe(0);

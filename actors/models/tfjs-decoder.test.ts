@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { seededRandom } from '../../common/random.js';
 import { type Dims, dims as dimsOf, type ModelConfig, modelConfigSchema, PRESETS } from './model-config.js';
 import { selectBackend, type TfjsBackendName } from './tfjs-backend.js';
 import { disposeKvCache, type KvCache, TfjsDecoder } from './tfjs-decoder.js';
@@ -7,19 +8,8 @@ import { layerPrefix, type WeightMap, weightSpecs } from './weight-names.js';
 
 // ---------- seeded random weights ----------
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function normalSampler(seed: number): () => number {
-  const uniform = mulberry32(seed);
+  const uniform = seededRandom(seed);
   return () => {
     const u = Math.max(uniform(), 1e-12);
     return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * uniform());

@@ -6,6 +6,8 @@
  * distribution.
  */
 
+export { seededRandom } from '../../common/random.js';
+
 export interface SamplingParams {
   /** 0 is greedy. Default 1. */
   temperature: number;
@@ -16,18 +18,6 @@ export interface SamplingParams {
 }
 
 export const DEFAULT_SAMPLING: SamplingParams = { temperature: 1, topP: 1, topK: 0 };
-
-/** Mulberry32: small, fast, good enough for sampling, and reproducible from a seed. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** log-softmax of `logits / temperature` at every index (temperature 0 → 1). */
 export function logSoftmax(logits: ArrayLike<number>, temperature = 1): Float64Array {

@@ -9,6 +9,8 @@
  * held-out are disjoint and a task's split never depends on what else was generated (nor on the
  * seed). Task ids are `<kind>-<hash of the question>`; within a kind they are ordered by id.
  */
+
+import { seededRandom } from '../../../common/random.js';
 import type { Action, ToolCall } from '../environment.js';
 import { calculate } from './calculator.js';
 
@@ -28,18 +30,6 @@ export interface ToolcallTask {
 
 export const SUITE_SEED = 20240601;
 export const HELDOUT_EVERY = 5;
-
-/** mulberry32: a small deterministic PRNG. */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** 32-bit FNV-1a, as 8 hex digits. */
 export function fnv1a(text: string): string {
@@ -267,7 +257,7 @@ export function buildTaskSuite(options: SuiteOptions = {}): ToolcallTask[] {
   const seed = options.seed ?? SUITE_SEED;
   const per = options.perTemplate ?? 6;
   const drafts: Draft[] = [
-    ...arithmeticTasks(mulberry32(seed), per),
+    ...arithmeticTasks(seededRandom(seed), per),
     ...LOOKUP_FACTS.map(([q, a, query]) => singleTool('lookup', q, a, 'lookup', { query })),
     ...LOOKUP_CALC.map(([q, query, expression]): Draft => {
       const answer = calculate(expression);
@@ -282,8 +272,8 @@ export function buildTaskSuite(options: SuiteOptions = {}): ToolcallTask[] {
         ],
       };
     }),
-    ...pythonTasks(mulberry32(seed + 1), per),
-    ...jsTasks(mulberry32(seed + 2), per),
+    ...pythonTasks(seededRandom(seed + 1), per),
+    ...jsTasks(seededRandom(seed + 2), per),
   ];
   const byKind = new Map<TaskKind, Map<string, Draft>>();
   for (const d of drafts) {
