@@ -159,10 +159,18 @@ describe('GenerationEngine on an exported tiny model', () => {
       swapMode: 'requeue',
       reload: async (tensors) => OnnxDecoder.load(exportDecoderOnnx(model.config, tensors), layout, 'cpu'),
     });
-    const inFlight = swapping.generate({ promptTokenIds: prompt(5), maxTokens: 60, temperature: 0 });
-    await new Promise((r) => setTimeout(r, 20));
-    await swapping.updateWeights(7, randomWeights(dims(model.config), 3));
+    // Ask for the swap from inside the generation (after its 2nd token), so it is surely in flight.
+    let swap: Promise<void> | undefined;
+    const inFlight = swapping.generate({
+      promptTokenIds: prompt(5),
+      maxTokens: 60,
+      temperature: 0,
+      onToken: () => {
+        swap ??= swapping.updateWeights(7, randomWeights(dims(model.config), 3));
+      },
+    });
     const result = await inFlight;
+    await swap;
     expect(result.weightVersion).toBe(7);
     expect(result.tokenIds).toHaveLength(60);
     await swapping.close();
