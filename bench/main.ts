@@ -27,6 +27,10 @@ const BENCHES: Record<string, { describe: string; run: Bench }> = {
       'ring all-reduce between actors: 2 and 4 ranks x 16 and 64 MiB fp32, algbw/busbw vs raw loopback TCP',
     run: async () => (await import('./allreduce-bench.js')).runAllreduceBench(),
   },
+  envs: {
+    describe: 'environment steps/s per track (oracle episodes of the built-in suites) vs bare sandbox runs/s',
+    run: async () => (await import('./envs-bench.js')).runEnvsBench(),
+  },
   buffer: {
     describe:
       'trajectory buffer appends/s and reads+acks/s, in memory and on Redis Streams, vs redis-benchmark XADD',

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { packageRoot } from '../common/package-root.js';
 import { EXIT_USAGE, exitOnError } from './cli-errors.js';
+import { registerEnvCommands } from './env-command.js';
 import { registerModelCommands } from './model-commands.js';
 import { registerSandboxCommand } from './sandbox-command.js';
 import { registerServeCommand } from './serve-command.js';
@@ -27,6 +28,7 @@ registerStatusCommands(program);
 registerModelCommands(program);
 registerServeCommand(program);
 registerSandboxCommand(program);
+registerEnvCommands(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   if (err instanceof CommanderError) process.exit(err.exitCode === 0 ? 0 : EXIT_USAGE);

@@ -14,6 +14,12 @@ export function registerSandboxCommand(program: Command): void {
     .argument('<command...>', 'the command and its arguments (after --)')
     .option('--workspace <dir>', 'directory mounted read-write at /workspace', '.')
     .option('--network', 'share the host network (default: none, only a private loopback)')
+    .option(
+      '--allow-host <pattern>',
+      'without --network: reach this host (example.com, *.example.com, host:port) through a proxy; repeatable',
+      (value: string, previous: string[]) => [...previous, value],
+      [] as string[],
+    )
     .option('--timeout-ms <n>', 'wall-clock limit; exit code 124 when reached', int('--timeout-ms'), 30_000)
     .option('--memory-mb <n>', 'address-space limit per process (RLIMIT_AS)', int('--memory-mb'))
     .option('--cpu-seconds <n>', 'CPU-time limit per process (RLIMIT_CPU)', int('--cpu-seconds'))
@@ -24,6 +30,7 @@ export function registerSandboxCommand(program: Command): void {
         command,
         workspace: o.workspace,
         network: Boolean(o.network),
+        allowHosts: o.allowHost,
         timeoutMs: o.timeoutMs,
         memoryMb: o.memoryMb,
         cpuSeconds: o.cpuSeconds,

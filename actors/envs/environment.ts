@@ -62,6 +62,8 @@ export interface Observation {
   text: string;
   /** The tools the agent may call (empty when the track has none). */
   tools: ToolSchema[];
+  /** A PNG screenshot of the screen after this step (tracks with a screen: gui). */
+  screenshotPng?: Uint8Array;
 }
 
 /** An agent's turn: an assistant message with content and/or tool calls. */
@@ -83,8 +85,18 @@ export interface Environment<Info = Record<string, unknown>> {
   reset(taskId?: string): Promise<Observation>;
   /** Apply one agent turn. Calling it after `done` (or before `reset`) throws. */
   step(action: Action): Promise<StepResult<Info>>;
+  /**
+   * Score the episode's current state without ending it (run the tests, read the page), as the
+   * final step would. Tracks whose outcome is the agent's final answer score what was answered so far.
+   */
+  evaluate(): Promise<Evaluation<Info>>;
   /** Release everything the environment holds; it is not used afterwards. */
   close(): Promise<void>;
+}
+
+export interface Evaluation<Info = Record<string, unknown>> {
+  reward: number;
+  info: Info;
 }
 
 /** The assistant message an Action adds to the conversation. */

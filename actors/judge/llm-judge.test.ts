@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Registry } from 'prom-client';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { chatCompletionsUrl, LlmJudge } from './llm-judge.js';
 import { buildHintMessages, buildPrmMessages, formatHintForUser, type JudgeInput } from './prompts.js';
@@ -181,5 +182,28 @@ describe('LlmJudge against a local HTTP server', () => {
 
   it('rejects a non-positive vote count', () => {
     expect(() => new LlmJudge({ baseURL, model: 'prm', votes: 0 })).toThrow(RangeError);
+  });
+});
+
+describe('LlmJudge metrics', () => {
+  it('counts its votes and turns in the given registry', async () => {
+    script = [{ content: '\\boxed{1}' }, { content: '\\boxed{1}' }, { content: 'no box' }];
+    const registry = new Registry();
+    const judge = new LlmJudge({ baseURL, model: 'prm', registry });
+    await judge.judge(input);
+    script = [
+      { content: '[HINT_START]Give the result in meters.[HINT_END] \\boxed{1}' },
+      { status: 500 },
+      {},
+    ];
+    await judge.hint(input);
+    const text = await registry.metrics();
+    expect(text).toContain('clawray_judge_votes_total{backend="llm",result="positive"} 3');
+    expect(text).toContain('clawray_judge_votes_total{backend="llm",result="invalid"} 3');
+    expect(text).toContain('clawray_judge_vote_latency_seconds_count{backend="llm"} 6');
+    expect(text).toContain('clawray_judge_turns_total{result="positive"} 2');
+    expect(text).toContain('clawray_judge_turn_latency_seconds_count 2');
+    expect(text).toContain('clawray_judge_agreement_ratio_sum 2');
+    expect(text).toContain('clawray_judge_hints_total{result="accepted"} 1');
   });
 });

@@ -1,19 +1,24 @@
 /**
  * LLM judge over an OpenAI-compatible `/v1/chat/completions` endpoint, using global `fetch` (no dependency).
- * Sends m requests in parallel and combines the `\boxed{}` verdicts by majority (OpenClaw-RL PRM voting);
- * in OPD mode it also extracts `[HINT_START]…[HINT_END]` hints and keeps the longest +1 hint over 10 chars.
+ * `LlmVoter` produces one `\boxed{}` vote (the unit a `JudgeVoter` actor serves); `LlmJudge` sends m of
+ * them in parallel and combines them by majority (OpenClaw-RL PRM voting); in OPD mode it also extracts
+ * `[HINT_START]…[HINT_END]` hints and keeps the longest +1 hint over 10 chars.
  * Network errors, HTTP errors, timeouts and malformed bodies become invalid votes, never exceptions.
  */
+import type { Registry } from 'prom-client';
+import { JudgeMetrics } from './judge-metrics.js';
 import { buildHintMessages, buildPrmMessages, type JudgeChatMessage, type JudgeInput } from './prompts.js';
-import { extractHint, type JudgeScore, majority, parseBoxedScore, selectHint } from './votes.js';
+import { extractHint, type JudgeResult, type JudgeVote, parseBoxedScore, tallyVotes } from './votes.js';
 
-export interface LlmJudgeOptions {
+export type { JudgeResult, JudgeVote } from './votes.js';
+
+export type JudgeMode = 'prm' | 'opd';
+
+export interface LlmEndpointOptions {
   /** Server root (`http://host:port`) or API base (`http://host:port/v1`). */
   baseURL: string;
   apiKey?: string;
   model: string;
-  /** Number of parallel votes m (default 3). */
-  votes?: number;
   /** Sampling temperature (default 1). */
   temperature?: number;
   /** `max_tokens` per vote; omitted from the request when undefined. */
@@ -24,27 +29,11 @@ export interface LlmJudgeOptions {
   fetch?: typeof fetch;
 }
 
-export interface JudgeVote {
-  /** Parsed boxed score; null when the vote is invalid. */
-  score: JudgeScore | null;
-  /** Raw completion text, when one came back. */
-  text?: string;
-  /** Extracted hint (OPD mode only). */
-  hint?: string | null;
-  /** Why the request failed (network / HTTP / body), when it did. */
-  error?: string;
-}
-
-export interface JudgeResult {
-  score: JudgeScore;
-  votes: JudgeVote[];
-  /** Number of valid votes. */
-  valid: number;
-  /** Share of valid votes equal to `score`. */
-  agreement: number;
-  /** OPD mode: selected hint, or null when no +1 vote carried a hint over 10 chars. Absent in PRM mode. */
-  hint?: string | null;
-  latencyMs: number;
+export interface LlmJudgeOptions extends LlmEndpointOptions {
+  /** Number of parallel votes m (default 3). */
+  votes?: number;
+  /** Where votes and turns are counted (default prom-client's default registry). */
+  registry?: Registry;
 }
 
 export function chatCompletionsUrl(baseURL: string): string {
@@ -57,23 +46,24 @@ function errorMessage(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
-export class LlmJudge {
+/** The judge messages of a turn for a mode. */
+export function judgeMessages(input: JudgeInput, mode: JudgeMode): JudgeChatMessage[] {
+  return mode === 'opd' ? buildHintMessages(input) : buildPrmMessages(input);
+}
+
+/** One vote per call against an OpenAI-compatible endpoint. */
+export class LlmVoter {
   readonly url: string;
   readonly model: string;
-  readonly votes: number;
   readonly temperature: number;
   readonly maxTokens: number | undefined;
   private readonly apiKey: string | undefined;
   private readonly timeoutMs: number;
   private readonly fetchImpl: typeof fetch;
 
-  constructor(opts: LlmJudgeOptions) {
-    const votes = opts.votes ?? 3;
-    if (!Number.isInteger(votes) || votes < 1)
-      throw new RangeError(`votes must be a positive integer, got ${votes}`);
+  constructor(opts: LlmEndpointOptions) {
     this.url = chatCompletionsUrl(opts.baseURL);
     this.model = opts.model;
-    this.votes = votes;
     this.temperature = opts.temperature ?? 1;
     this.maxTokens = opts.maxTokens;
     this.apiKey = opts.apiKey;
@@ -81,43 +71,43 @@ export class LlmJudge {
     this.fetchImpl = opts.fetch ?? fetch;
   }
 
-  /** Process-reward judgement of one turn: majority of m boxed votes. */
-  async judge(input: JudgeInput): Promise<JudgeResult> {
-    return this.run(buildPrmMessages(input), false);
+  /** One judgement of `input`; a turn without a next state gives an invalid vote (no evidence). */
+  async voteOn(input: JudgeInput, mode: JudgeMode): Promise<JudgeVote> {
+    if (input.nextState) return this.vote(judgeMessages(input, mode), mode === 'opd');
+    const vote: JudgeVote = {
+      score: null,
+      error: 'no next state to judge the turn by',
+      backend: 'llm',
+      latencyMs: 0,
+    };
+    if (mode === 'opd') vote.hint = null;
+    return vote;
   }
 
-  /** OPD hint judgement: majority score plus the longest +1 hint over 10 characters (or null). */
-  async hint(input: JudgeInput): Promise<JudgeResult> {
-    return this.run(buildHintMessages(input), true);
-  }
-
-  /** Runs m votes on arbitrary judge messages. */
-  async run(messages: JudgeChatMessage[], opd: boolean): Promise<JudgeResult> {
+  /** One vote on arbitrary judge messages; never throws. */
+  async vote(messages: JudgeChatMessage[], opd: boolean): Promise<JudgeVote> {
     const t0 = performance.now();
-    const votes = await Promise.all(
-      Array.from({ length: this.votes }, async (): Promise<JudgeVote> => {
-        let text: string;
-        try {
-          text = await this.complete(messages);
-        } catch (e) {
-          return opd
-            ? { score: null, hint: null, error: errorMessage(e) }
-            : { score: null, error: errorMessage(e) };
-        }
-        const score = parseBoxedScore(text);
-        return opd ? { score, text, hint: extractHint(text) } : { score, text };
-      }),
-    );
-    const m = majority(votes.map((v) => v.score));
-    const result: JudgeResult = {
-      score: m.score,
-      votes,
-      valid: m.valid,
-      agreement: m.agreement,
+    let text: string;
+    try {
+      text = await this.complete(messages);
+    } catch (e) {
+      const failed: JudgeVote = {
+        score: null,
+        error: errorMessage(e),
+        backend: 'llm',
+        latencyMs: performance.now() - t0,
+      };
+      if (opd) failed.hint = null;
+      return failed;
+    }
+    const vote: JudgeVote = {
+      score: parseBoxedScore(text),
+      text,
+      backend: 'llm',
       latencyMs: performance.now() - t0,
     };
-    if (opd) result.hint = selectHint(votes.map((v) => ({ score: v.score, hint: v.hint })));
-    return result;
+    if (opd) vote.hint = extractHint(text);
+    return vote;
   }
 
   /** One chat completion; returns the assistant text or throws. */
@@ -148,5 +138,52 @@ export class LlmJudge {
     const content = msg?.content;
     if (typeof content !== 'string') throw new Error('response has no choices[0].message.content string');
     return content;
+  }
+}
+
+export class LlmJudge {
+  readonly url: string;
+  readonly model: string;
+  readonly votes: number;
+  readonly temperature: number;
+  readonly maxTokens: number | undefined;
+  readonly voter: LlmVoter;
+  private readonly metrics: JudgeMetrics;
+
+  constructor(opts: LlmJudgeOptions) {
+    const votes = opts.votes ?? 3;
+    if (!Number.isInteger(votes) || votes < 1)
+      throw new RangeError(`votes must be a positive integer, got ${votes}`);
+    this.voter = new LlmVoter(opts);
+    this.url = this.voter.url;
+    this.model = this.voter.model;
+    this.votes = votes;
+    this.temperature = this.voter.temperature;
+    this.maxTokens = this.voter.maxTokens;
+    this.metrics = new JudgeMetrics(opts.registry);
+  }
+
+  /** Process-reward judgement of one turn: majority of m boxed votes. */
+  async judge(input: JudgeInput): Promise<JudgeResult> {
+    return this.collect(() => this.voter.voteOn(input, 'prm'), false);
+  }
+
+  /** OPD hint judgement: majority score plus the longest +1 hint over 10 characters (or null). */
+  async hint(input: JudgeInput): Promise<JudgeResult> {
+    return this.collect(() => this.voter.voteOn(input, 'opd'), true);
+  }
+
+  /** Runs m votes on arbitrary judge messages. */
+  async run(messages: JudgeChatMessage[], opd: boolean): Promise<JudgeResult> {
+    return this.collect(() => this.voter.vote(messages, opd), opd);
+  }
+
+  private async collect(vote: () => Promise<JudgeVote>, opd: boolean): Promise<JudgeResult> {
+    const t0 = performance.now();
+    const votes = await Promise.all(Array.from({ length: this.votes }, vote));
+    for (const v of votes) this.metrics.recordVote('llm', v);
+    const result = tallyVotes(votes, opd, performance.now() - t0);
+    this.metrics.recordTurn(result, opd);
+    return result;
   }
 }

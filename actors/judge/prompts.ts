@@ -23,13 +23,28 @@ export interface NextState {
   content: unknown;
 }
 
+/** Ground truth for rule verifiers; model judges ignore it. */
+export interface JudgeReference {
+  /** The expected final answer (`boxed-answer`: compared with the response's last `\boxed{}`). */
+  answer?: string;
+  /** Unit tests the episode's final state passed, of `testsTotal` (`tests-passed`). */
+  testsPassed?: number;
+  testsTotal?: number;
+  /** The environment's own outcome reward (`env-reward`), e.g. an OSWorld or SWE-bench verdict. */
+  reward?: number;
+}
+
 export interface JudgeInput {
   /** The prompt messages the policy answered. */
   messages: ReadonlyArray<ConversationMessage>;
   /** The policy's output for this turn (text, possibly with serialized tool calls). */
   response: string;
-  /** The next state: the message that followed the response. */
-  nextState: NextState;
+  /**
+   * The next state: the message that followed the response. Null for the last turn of an
+   * episode, which only rule verifiers can score (model judges need the evidence).
+   */
+  nextState: NextState | null;
+  reference?: JudgeReference;
 }
 
 /** Flattens OpenAI-style content (string, or array of parts) to text; non-text parts become `[type]` markers. */
@@ -90,8 +105,8 @@ function turnSections(input: JudgeInput): string[] {
     '## Assistant output',
     input.response,
     '',
-    `## Next state [role: ${input.nextState.role}]`,
-    contentToText(input.nextState.content),
+    `## Next state [role: ${input.nextState?.role ?? 'none'}]`,
+    input.nextState ? contentToText(input.nextState.content) : '(none)',
     '',
   ];
 }
@@ -139,4 +154,17 @@ export function buildHintMessages(input: JudgeInput): JudgeChatMessage[] {
 /** The hint as appended to the last user message when building the teacher prompt. */
 export function formatHintForUser(hint: string): string {
   return `\n\n[user's hint / instruction]\n${hint.trim()}`;
+}
+
+/**
+ * The single text a sequence-classification PRM reads for one turn. Plain markers rather than a
+ * chat template: such classifiers are fine-tuned on flat text, and the next state comes last so
+ * that left truncation of long conversations keeps the evidence.
+ */
+export function buildClassifierText(input: JudgeInput): string {
+  return [
+    formatConversation(input.messages),
+    `[assistant output]\n${input.response}`,
+    `[next state (${input.nextState?.role ?? 'none'})]\n${input.nextState ? contentToText(input.nextState.content) : ''}`,
+  ].join('\n\n');
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { boxedAnswerVerifier, testsPassedReward } from './rule-verifiers.js';
+import { applyRule, boxedAnswerVerifier, testsPassedReward } from './rule-verifiers.js';
 import { combineStepRewards } from './step-rewards.js';
 
 describe('boxedAnswerVerifier', () => {
@@ -59,5 +59,22 @@ describe('combineStepRewards', () => {
     expect(() => combineStepRewards(1, [{ score: Number.NaN, span: [0, 1] }], 1)).toThrow(RangeError);
     expect(() => combineStepRewards(1, [{ score: 1, span: [5, 2] }], 1)).toThrow(RangeError);
     expect(() => combineStepRewards(Number.POSITIVE_INFINITY, [], 1)).toThrow(RangeError);
+  });
+});
+
+describe('applyRule', () => {
+  it('gives the vote (sign) and the continuous reward of each track outcome', () => {
+    expect(applyRule('boxed-answer', 'so \\boxed{42}', { answer: '42' })).toEqual({ score: 1, reward: 1 });
+    expect(applyRule('tests-passed', '', { testsPassed: 1, testsTotal: 4 })).toEqual({
+      score: -1,
+      reward: -0.5,
+    });
+    expect(applyRule('env-reward', '', { reward: 0.25 })).toEqual({ score: 1, reward: 0.25 });
+    expect(applyRule('env-reward', '', { reward: 0 })).toEqual({ score: 0, reward: 0 });
+  });
+  it('names the reference field it lacks', () => {
+    expect(() => applyRule('boxed-answer', '\\boxed{1}')).toThrow('boxed-answer needs reference.answer');
+    expect(() => applyRule('tests-passed', '', { testsPassed: 1 })).toThrow(/reference\.testsTotal/);
+    expect(() => applyRule('env-reward', '', { reward: Number.NaN })).toThrow(/finite reference\.reward/);
   });
 });

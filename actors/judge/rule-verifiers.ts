@@ -1,4 +1,5 @@
-/** Rule-based outcome rewards (no LLM): boxed-answer match and unit-test pass rate. */
+/** Rule-based outcome rewards (no LLM): boxed-answer match, unit-test pass rate, environment verdicts. */
+import type { JudgeReference } from './prompts.js';
 import { lastBoxedContent } from './votes.js';
 
 /**
@@ -20,4 +21,44 @@ export function testsPassedReward(passed: number, total: number): number {
     throw new RangeError(`passed must be in [0, ${total}], got ${passed}`);
   }
   return 2 * (passed / total) - 1;
+}
+
+/**
+ * Outcome rules a `rule` judge voter applies, one per kind of track outcome:
+ * - `boxed-answer`: math / tool-call tracks, last `\boxed{}` vs `reference.answer` (±1);
+ * - `tests-passed`: terminal track, `2·passed/total − 1` from `reference.testsPassed/testsTotal`;
+ * - `env-reward`: GUI / SWE tracks, whose environment already decided (`reference.reward`).
+ */
+export const RULES = ['boxed-answer', 'tests-passed', 'env-reward'] as const;
+export type RuleName = (typeof RULES)[number];
+
+export interface RuleOutcome {
+  /** Sign of the reward: the vote. */
+  score: 1 | -1 | 0;
+  /** The continuous outcome reward (what the track's trainer uses as the outcome). */
+  reward: number;
+}
+
+/** Applies a rule to a turn; throws RangeError (naming the missing or bad reference field) when it cannot. */
+export function applyRule(rule: RuleName, response: string, reference: JudgeReference = {}): RuleOutcome {
+  let reward: number;
+  switch (rule) {
+    case 'boxed-answer':
+      if (typeof reference.answer !== 'string') throw new RangeError('boxed-answer needs reference.answer');
+      reward = boxedAnswerVerifier(reference.answer)(response);
+      break;
+    case 'tests-passed':
+      if (reference.testsPassed === undefined || reference.testsTotal === undefined) {
+        throw new RangeError('tests-passed needs reference.testsPassed and reference.testsTotal');
+      }
+      reward = testsPassedReward(reference.testsPassed, reference.testsTotal);
+      break;
+    case 'env-reward':
+      if (typeof reference.reward !== 'number' || !Number.isFinite(reference.reward)) {
+        throw new RangeError('env-reward needs a finite reference.reward');
+      }
+      reward = reference.reward;
+      break;
+  }
+  return { score: reward > 0 ? 1 : reward < 0 ? -1 : 0, reward };
 }

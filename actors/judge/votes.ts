@@ -131,7 +131,7 @@ export function extractHint(text: string): string | null {
 
 export interface HintVote {
   score: number | null;
-  hint: string | null | undefined;
+  hint?: string | null;
 }
 
 /** Minimum hint length (exclusive) for a hint to be used, as in OpenClaw-RL. */
@@ -146,4 +146,45 @@ export function selectHint(votes: ReadonlyArray<HintVote>): string | null {
     if (h.length > MIN_HINT_CHARS && (best === null || h.length > best.length)) best = h;
   }
   return best;
+}
+
+/** Where a vote came from (a low-cardinality metric label too). */
+export type JudgeBackend = 'llm' | 'onnx-prm' | 'rule';
+
+export interface JudgeVote {
+  /** Parsed score; null when the vote is invalid (no verdict, or the backend failed). */
+  score: JudgeScore | null;
+  /** Raw completion text, when one came back (LLM backend). */
+  text?: string;
+  /** Extracted hint (OPD mode only; null when the vote carried none). */
+  hint?: string | null;
+  /** Why the vote is invalid (network / HTTP / body / model / missing reference), when it is. */
+  error?: string;
+  /** Probability of the positive class (ONNX PRM backend). */
+  probability?: number;
+  /** The rule's continuous outcome reward, e.g. 2·passed/total − 1 (rule backend). */
+  reward?: number;
+  backend?: JudgeBackend;
+  /** Time this one vote took, measured where it was produced. */
+  latencyMs: number;
+}
+
+export interface JudgeResult {
+  score: JudgeScore;
+  votes: JudgeVote[];
+  /** Number of valid votes. */
+  valid: number;
+  /** Share of valid votes equal to `score`. */
+  agreement: number;
+  /** OPD mode: selected hint, or null when no +1 vote carried a hint over 10 chars. Absent in PRM mode. */
+  hint?: string | null;
+  latencyMs: number;
+}
+
+/** Combines the votes of one turn: majority score, agreement and, in OPD mode, the selected hint. */
+export function tallyVotes(votes: JudgeVote[], opd: boolean, latencyMs: number): JudgeResult {
+  const m = majority(votes.map((v) => v.score));
+  const result: JudgeResult = { score: m.score, votes, valid: m.valid, agreement: m.agreement, latencyMs };
+  if (opd) result.hint = selectHint(votes);
+  return result;
 }

@@ -12,6 +12,7 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
+import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { createServer, type Server } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -189,11 +190,99 @@ describe.skipIf(!hasBwrap)('runSandboxed', () => {
       await new Promise((r) => setTimeout(r, 100));
       expect(connections).toBe(1);
     });
+  });
 
-    it('rejects allowHosts (not supported yet)', async () => {
-      await expect(runSandboxed({ command: 'true', workspace, allowHosts: ['example.com'] })).rejects.toThrow(
-        /not supported/,
+  describe('allowHosts', () => {
+    // Two loopback addresses of the host stand in for an allowed and a forbidden site.
+    const servers: HttpServer[] = [];
+    const hits: string[] = [];
+    const serve = async (host: string): Promise<number> => {
+      const server = createHttpServer((req, res) => {
+        // Proxied requests keep their absolute-form target.
+        hits.push(`${host} ${new URL(req.url ?? '/', 'http://x').pathname}`);
+        res.end(`hello from ${host}`);
+      });
+      servers.push(server);
+      await new Promise<void>((resolve) => server.listen(0, host, resolve));
+      return (server.address() as { port: number }).port;
+    };
+    let allowedPort: number;
+    let forbiddenPort: number;
+    beforeEach(async () => {
+      hits.length = 0;
+      allowedPort = await serve('127.0.0.2');
+      forbiddenPort = await serve('127.0.0.3');
+    });
+    afterEach(async () => {
+      await Promise.all(servers.splice(0).map((s) => new Promise((r) => s.close(r))));
+    });
+
+    it('reaches an allowed host through the proxy and nothing else', async () => {
+      const allowHosts = [`127.0.0.2:${allowedPort}`];
+      const ok = await runSandboxed({
+        command: ['curl', '-sS', '--max-time', '5', `http://127.0.0.2:${allowedPort}/ok`],
+        workspace,
+        allowHosts,
+      });
+      expect(ok.stderr).toBe('');
+      expect(ok.stdout).toBe('hello from 127.0.0.2');
+      const python = await runSandboxed({
+        command: [
+          'python3',
+          '-c',
+          `import urllib.request; print(urllib.request.urlopen('http://127.0.0.2:${allowedPort}/py', timeout=5).read().decode())`,
+        ],
+        workspace,
+        allowHosts,
+      });
+      expect(python.stdout.trim()).toBe('hello from 127.0.0.2');
+      // CONNECT, as HTTPS clients use it.
+      const tunnelled = await runSandboxed({
+        command: ['curl', '-sS', '-p', '--max-time', '5', `http://127.0.0.2:${allowedPort}/tunnel`],
+        workspace,
+        allowHosts,
+      });
+      expect(tunnelled.stdout).toBe('hello from 127.0.0.2');
+      const denied = await runSandboxed({
+        command: ['curl', '-sS', '--max-time', '5', `http://127.0.0.3:${forbiddenPort}/no`],
+        workspace,
+        allowHosts,
+      });
+      expect(denied.stdout).toContain(`127.0.0.3:${forbiddenPort} is not in the allow-list`);
+      const tunnel = await runSandboxed({
+        command: ['curl', '-sS', '-p', '--max-time', '5', `http://127.0.0.3:${forbiddenPort}/tunnel`],
+        workspace,
+        allowHosts,
+      });
+      expect(tunnel.exitCode).not.toBe(0);
+      // Around the proxy: a direct connection finds only the sandbox's own loopback.
+      const direct = await runSandboxed({
+        command: ['bash', '-c', `echo GET / > /dev/tcp/127.0.0.2/${allowedPort}`],
+        workspace,
+        allowHosts,
+      });
+      expect(direct.exitCode).not.toBe(0);
+      expect(hits).toEqual([`127.0.0.2 /ok`, `127.0.0.2 /py`, `127.0.0.2 /tunnel`]);
+    });
+
+    it('keeps the limits on the command and its exit status', async () => {
+      const r = await runSandboxed({
+        command: 'ulimit -v; exit 7',
+        workspace,
+        allowHosts: ['example.com'],
+        memoryMb: 64,
+      });
+      expect(r.stdout.trim()).toBe(String(64 * 1024));
+      expect(r.exitCode).toBe(7);
+    });
+
+    it('rejects bad patterns and allowHosts with network: true', async () => {
+      await expect(runSandboxed({ command: 'true', workspace, allowHosts: ['http://x'] })).rejects.toThrow(
+        /allowHosts entry 'http:\/\/x'/,
       );
+      await expect(
+        runSandboxed({ command: 'true', workspace, allowHosts: ['example.com'], network: true }),
+      ).rejects.toThrow(/network: true/);
     });
   });
 

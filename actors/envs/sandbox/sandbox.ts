@@ -25,6 +25,7 @@ import { chmod, lchown, lstat, mkdtemp, readdir, realpath, rm, writeFile } from 
 import { constants as osConstants, tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { ConfigError } from '../../../common/errors.js';
+import { startEgressProxy } from './egress-proxy.js';
 
 export const SANDBOX_UID = 65534;
 export const SANDBOX_GID = 65534;
@@ -40,8 +41,10 @@ export interface SandboxOptions {
   /** Share the host's network (default false: a fresh network namespace with only loopback). */
   network?: boolean;
   /**
-   * Not supported yet: a per-host allow-list needs a filtering proxy. Passing a non-empty list
-   * throws a ConfigError rather than silently allowing everything or nothing.
+   * Hosts the command may reach through an HTTP(S) proxy while it has no network otherwise:
+   * `example.com`, `*.example.com`, optionally `:port` (see egress-proxy.ts). Tools that honour
+   * HTTP_PROXY / HTTPS_PROXY (pip, npm, git, curl) work; everything else stays offline.
+   * Needs `network: false` and Node.js under /usr (it runs the in-sandbox forwarder).
    */
   allowHosts?: string[];
   /** Wall clock for the whole run (default 30 000); the whole process tree is killed at it. */
@@ -212,9 +215,6 @@ function signalName(n: number): NodeJS.Signals | null {
 /** Runs one command in a fresh sandbox and collects its output. */
 export async function runSandboxed(options: SandboxOptions): Promise<SandboxResult> {
   const bwrap = findBwrap(options.bwrapPath);
-  if (options.allowHosts && options.allowHosts.length > 0) {
-    throw new ConfigError('sandbox: allowHosts is not supported yet; use network: true or false');
-  }
   const timeoutMs = positiveInt('timeoutMs', options.timeoutMs) ?? DEFAULT_TIMEOUT_MS;
   const maxOutputBytes = positiveInt('maxOutputBytes', options.maxOutputBytes) ?? DEFAULT_MAX_OUTPUT_BYTES;
   const cpuSeconds = positiveInt('cpuSeconds', options.cpuSeconds);
@@ -223,6 +223,12 @@ export async function runSandboxed(options: SandboxOptions): Promise<SandboxResu
   const maxFileMb = positiveInt('maxFileMb', options.maxFileMb);
   const tmpSizeMb = positiveInt('tmpSizeMb', options.tmpSizeMb) ?? 64;
   const network = options.network ?? false;
+  const allowHosts = options.allowHosts ?? [];
+  if (allowHosts.length > 0 && network) {
+    throw new ConfigError(
+      'sandbox: allowHosts limits a sandbox without network; with network: true every host is reachable',
+    );
+  }
   const command =
     typeof options.command === 'string' ? ['/bin/sh', '-c', options.command] : [...options.command];
   if (command.length === 0) throw new ConfigError('sandbox: empty command');
@@ -253,6 +259,12 @@ export async function runSandboxed(options: SandboxOptions): Promise<SandboxResu
   if (maxFileMb !== undefined) limits.push(`--fsize=${maxFileMb * 1024 * 1024}`);
   if (limits.length > 0) requireTool('/usr/bin/prlimit', 'util-linux');
 
+  if (allowHosts.length > 0 && !process.execPath.startsWith('/usr/')) {
+    throw new ConfigError(
+      `sandbox: allowHosts runs a forwarder with this Node.js, but ${process.execPath} is not under /usr, which is all the sandbox sees`,
+    );
+  }
+  const egress = allowHosts.length > 0 ? await startEgressProxy(allowHosts, process.execPath) : undefined;
   const etcDir = await mkdtemp(join(tmpdir(), 'clawray-sandbox-etc-'));
   try {
     const env: Record<string, string> = {
@@ -262,6 +274,7 @@ export async function runSandboxed(options: SandboxOptions): Promise<SandboxResu
       LOGNAME: 'sandbox',
       LANG: 'C.UTF-8',
       TERM: 'dumb',
+      ...egress?.env,
       ...options.env,
     };
     const args: string[] = [
@@ -285,6 +298,7 @@ export async function runSandboxed(options: SandboxOptions): Promise<SandboxResu
       String(tmpSizeMb * 1024 * 1024),
       '--tmpfs',
       '/tmp',
+      ...(egress?.mountArgs ?? []),
       '--bind',
       workspace,
       '/workspace',
@@ -305,6 +319,8 @@ export async function runSandboxed(options: SandboxOptions): Promise<SandboxResu
         '--bounding-set=-all',
       );
     }
+    // The forwarder runs before prlimit: the limits are for the command, not for our plumbing.
+    if (egress) args.push(...egress.commandPrefix);
     if (limits.length > 0) args.push('/usr/bin/prlimit', ...limits, '--');
     args.push(...command);
     return await spawnAndCollect(bwrap, args, {
@@ -315,6 +331,7 @@ export async function runSandboxed(options: SandboxOptions): Promise<SandboxResu
     });
   } finally {
     await rm(etcDir, { recursive: true, force: true });
+    await egress?.close();
   }
 }
 

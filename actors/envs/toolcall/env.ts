@@ -8,19 +8,21 @@
  * `info.malformedToolCalls`; calls past `maxToolCalls` (16 per episode) are answered with an
  * error and not run.
  */
-import { z } from 'zod';
+
 import {
   type Action,
   actionToMessage,
   type ChatMessage,
   type Environment,
+  type Evaluation,
   type Observation,
   type StepResult,
   type ToolMessage,
   type ToolSchema,
 } from '../environment.js';
+import { MalformedToolCall, parseToolCall, toolCallId, toolReply } from '../tool-calls.js';
 import { buildTaskSuite, type Split, type ToolcallTask } from './tasks.js';
-import { isToolName, TOOL_ARGUMENTS, TOOL_SCHEMAS, ToolRunner } from './tools.js';
+import { TOOL_ARGUMENTS, TOOL_SCHEMAS, ToolRunner } from './tools.js';
 import { REWARD_WRONG, verifyAnswer } from './verifier.js';
 
 export const DEFAULT_MAX_TURNS = 16;
@@ -62,14 +64,6 @@ export interface ToolcallEnvOptions {
   runner?: ToolRunner;
   tools?: readonly ToolSchema[];
 }
-
-const toolCallShape = z.object({
-  id: z.string().min(1),
-  type: z.literal('function').optional(),
-  function: z.object({ name: z.string(), arguments: z.string() }),
-});
-
-class MalformedCall extends Error {}
 
 export class ToolcallEnvironment implements Environment<ToolcallInfo> {
   readonly tasks: ToolcallTask[];
@@ -176,6 +170,16 @@ export class ToolcallEnvironment implements Environment<ToolcallInfo> {
     return { observation: this.observation(text), reward: 0, done: false, info: { ...info } };
   }
 
+  /** Scores the last answer given so far (−1 before any answer), without ending the episode. */
+  async evaluate(): Promise<Evaluation<ToolcallInfo>> {
+    const info = this.info;
+    const task = this.task;
+    if (!info || !task) throw new Error('toolcall env: evaluate() before reset()');
+    const last = this.messages.findLast((m) => m.role === 'assistant' && !m.tool_calls?.length);
+    const verdict = verifyAnswer(last?.content ?? null, task.answer);
+    return { reward: verdict.reward, info: { ...info, answer: verdict.answer, correct: verdict.correct } };
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     this.task = undefined;
@@ -188,50 +192,24 @@ export class ToolcallEnvironment implements Environment<ToolcallInfo> {
 
   private async answerCall(raw: unknown, n: number, info: ToolcallInfo): Promise<ToolMessage> {
     info.toolCalls++;
-    const rawId = (raw as { id?: unknown } | null)?.id;
-    const id = typeof rawId === 'string' && rawId.length > 0 ? rawId : `call_invalid_${info.turns}_${n}`;
-    const reply = (content: string, name?: string): ToolMessage =>
-      name === undefined
-        ? { role: 'tool', tool_call_id: id, content }
-        : { role: 'tool', tool_call_id: id, name, content };
-    let name: string | undefined;
+    const id = toolCallId(raw, `call_invalid_${info.turns}_${n}`);
+    const reply = (content: string, name?: string) => toolReply(id, content, name);
     try {
-      const shape = toolCallShape.safeParse(raw);
-      if (!shape.success) {
-        throw new MalformedCall('a tool call needs an id and function {name, arguments (a JSON string)}');
-      }
-      name = shape.data.function.name;
-      if (!isToolName(name)) {
-        throw new MalformedCall(
-          `unknown tool '${name}'; the tools are ${Object.keys(TOOL_ARGUMENTS).join(', ')}`,
-        );
-      }
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(shape.data.function.arguments);
-      } catch {
-        throw new MalformedCall(`the arguments of ${name} are not valid JSON`);
-      }
-      const args = TOOL_ARGUMENTS[name].safeParse(parsed);
-      if (!args.success) {
-        const issues = args.error.issues.map((i) => `${i.path.join('.') || '(arguments)'}: ${i.message}`);
-        throw new MalformedCall(`bad arguments for ${name}: ${issues.join('; ')}`);
-      }
+      const call = parseToolCall(raw, TOOL_ARGUMENTS);
       if (info.toolCalls - info.malformedToolCalls - info.overBudgetToolCalls > this.maxToolCalls) {
         info.overBudgetToolCalls++;
         return reply(
           `Error: the tool-call budget of ${this.maxToolCalls} is spent; give your final answer.`,
-          name,
+          call.name,
         );
       }
-      // The name/arguments pair was validated together above.
-      const outcome = await this.runner.run(name, args.data as never);
+      const outcome = await this.runner.run(call.name, call.args);
       if (outcome.error) info.toolErrors++;
-      return reply(outcome.content, name);
+      return reply(outcome.content, call.name);
     } catch (e) {
-      if (!(e instanceof MalformedCall)) throw e;
+      if (!(e instanceof MalformedToolCall)) throw e;
       info.malformedToolCalls++;
-      return reply(`Error: malformed tool call: ${e.message}`, name);
+      return reply(`Error: malformed tool call: ${e.message}`, e.toolName);
     }
   }
 }

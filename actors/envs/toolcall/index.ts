@@ -9,6 +9,7 @@ export {
   type ToolcallInfo,
 } from './env.js';
 export { DocumentStore, type SearchHit } from './lookup.js';
+export { loadToolcallTasks, TASK_FILE_NAME, writeToolcallTasks } from './task-file.js';
 export {
   buildTaskSuite,
   type Split,
@@ -26,4 +27,5 @@ export {
   type ToolOutcome,
   ToolRunner,
 } from './tools.js';
+export { toolcallTrack } from './track.js';
 export { lastBoxed, REWARD_CORRECT, REWARD_WRONG, type Verdict, verifyAnswer } from './verifier.js';

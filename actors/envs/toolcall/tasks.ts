@@ -12,15 +12,15 @@
 
 import { seededRandom } from '../../../common/random.js';
 import type { Action, ToolCall } from '../environment.js';
+import { fnv1a, type Split, splitOfHash, type TrackTask } from '../track.js';
 import { calculate } from './calculator.js';
 
-export type TaskKind = 'arithmetic' | 'lookup' | 'lookup_calc' | 'python' | 'js';
-export type Split = 'train' | 'heldout';
+export type TaskKind = 'arithmetic' | 'lookup' | 'lookup_calc' | 'python' | 'js' | 'custom';
+export type { Split };
 
-export interface ToolcallTask {
-  id: string;
+export interface ToolcallTask extends TrackTask {
+  /** The generator template (`custom` for tasks loaded from a file). */
   kind: TaskKind;
-  split: Split;
   question: string;
   /** The exact string the final `\boxed{…}` must hold. */
   answer: string;
@@ -29,17 +29,7 @@ export interface ToolcallTask {
 }
 
 export const SUITE_SEED = 20240601;
-export const HELDOUT_EVERY = 5;
-
-/** 32-bit FNV-1a, as 8 hex digits. */
-export function fnv1a(text: string): string {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  return (h >>> 0).toString(16).padStart(8, '0');
-}
+export { fnv1a, HELDOUT_EVERY } from '../track.js';
 
 function toolCall(n: number, name: string, args: Record<string, unknown>): ToolCall {
   return { id: `call_${n}`, type: 'function', function: { name, arguments: JSON.stringify(args) } };
@@ -287,7 +277,7 @@ export function buildTaskSuite(options: SuiteOptions = {}): ToolcallTask[] {
       .map((d) => ({ d, h: fnv1a(d.question) }))
       .sort((x, y) => (x.h < y.h ? -1 : x.h > y.h ? 1 : x.d.question < y.d.question ? -1 : 1));
     for (const { d, h } of ordered) {
-      const split: Split = Number.parseInt(h, 16) % HELDOUT_EVERY === 0 ? 'heldout' : 'train';
+      const split = splitOfHash(h);
       tasks.push({ ...d, id: `${kind}-${h}`, split });
     }
   }

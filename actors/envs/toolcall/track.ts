@@ -1,0 +1,30 @@
+/** The toolcall track as a `Track`: built-in suite, task-file loader, environment factory. */
+import { z } from 'zod';
+import { ConfigError } from '../../../common/errors.js';
+import { describeIssues } from '../jsonl-records.js';
+import type { Track, TrackEnvOptions } from '../track.js';
+import { ToolcallEnvironment } from './env.js';
+import { loadToolcallTasks } from './task-file.js';
+import { buildTaskSuite, type ToolcallTask } from './tasks.js';
+
+const settingsSchema = z.strictObject({
+  maxTurns: z.number().int().positive().optional(),
+  maxToolCalls: z.number().int().nonnegative().optional(),
+  systemPrompt: z.string().min(1).optional(),
+});
+
+export const toolcallTrack: Track<ToolcallTask> = {
+  name: 'toolcall',
+  description: 'tool use (calculator, sandboxed Python/JS, document lookup) with boxed-answer rewards',
+  async builtinTasks() {
+    return buildTaskSuite();
+  },
+  loadTasks: loadToolcallTasks,
+  createEnvironment(tasks: ToolcallTask[], options: TrackEnvOptions = {}) {
+    const settings = settingsSchema.safeParse(options.settings ?? {});
+    if (!settings.success) {
+      throw new ConfigError(`toolcall env settings: ${describeIssues(settings.error)}`);
+    }
+    return new ToolcallEnvironment({ tasks, split: options.split, seed: options.seed, ...settings.data });
+  },
+};

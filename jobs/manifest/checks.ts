@@ -1,0 +1,123 @@
+/**
+ * Rules that span fields, run once shapes are valid and defaults filled. Each takes the raw
+ * manifest too, because some mistakes are about what the user wrote (a field that means
+ * nothing for the track) rather than about the resolved value.
+ */
+import { METHOD_DEFAULTS } from './defaults.js';
+import type { RawManifest, RLJobManifest } from './schema.js';
+
+export interface FieldIssue {
+  path: (string | number)[];
+  /** A whole sentence fragment, printed after the field path. */
+  message: string;
+}
+
+export function crossFieldIssues(raw: RawManifest, m: RLJobManifest): FieldIssue[] {
+  const issues: FieldIssue[] = [];
+  const add = (path: (string | number)[], message: string) =>
+    issues.push({ path: ['spec', ...path], message });
+  const { track, method, judge, train, rollout, resources } = m.spec;
+  const rawSpec = raw.spec;
+  const personal = track === 'personal';
+
+  if (personal) {
+    if (method === 'sft') {
+      add(['method'], 'the personal track has no oracle traces to imitate; expected rl, opd or combine');
+    }
+    if (rawSpec.env) {
+      add(['env'], 'the personal track learns from live sessions, not an env pool; remove spec.env');
+    }
+    if (rawSpec.judge.rule) add(['judge', 'rule'], 'the personal track has no reference outcome for a rule');
+    if (rawSpec.judge.stepRewardCoef !== undefined) {
+      add(
+        ['judge', 'stepRewardCoef'],
+        "mixes an env track's outcome with per-turn scores; the personal track's reward is the per-turn score",
+      );
+    }
+    if (rollout.samplesPerPrompt > 1) {
+      add(
+        ['rollout', 'samplesPerPrompt'],
+        `a live session's turn happens once; expected 1 on the personal track, got ${rollout.samplesPerPrompt}`,
+      );
+    }
+    if (m.spec.eval.everySteps > 0) {
+      add(['eval', 'everySteps'], 'the personal track has no task suite to evaluate on; expected 0');
+    }
+    if (rawSpec.train.warmup) {
+      add(['train', 'warmup'], 'the personal track has no oracle traces for a warm start');
+    }
+  } else if (rawSpec.serve) {
+    add(['serve'], 'only the personal track serves live sessions; remove spec.serve');
+  }
+
+  if (METHOD_DEFAULTS[method].needsLlmJudge && judge.backend !== 'llm') {
+    add(
+      ['judge', 'backend'],
+      `method ${method} needs hindsight hints, which only an llm judge writes; got ${judge.backend}`,
+    );
+  }
+  if (judge.backend === 'rule') {
+    if (personal) {
+      add(
+        ['judge', 'backend'],
+        'the personal track has no reference outcome to check by rule; expected llm or onnx-prm',
+      );
+    }
+    if (rawSpec.judge.stepRewardCoef !== undefined && !personal) {
+      add(['judge', 'stepRewardCoef'], 'per-turn scores need a model judge (llm or onnx-prm), not rules');
+    }
+  }
+  if (judge.backend === 'onnx-prm' && !rawSpec.judge.model) {
+    add(['judge'], 'an onnx-prm judge needs model: the directory of its ONNX classifier');
+  }
+  if (judge.backend === 'llm' && rawSpec.judge.baseURL && !rawSpec.judge.model) {
+    add(['judge'], 'an llm judge at baseURL needs model: the model name that endpoint serves');
+  }
+  for (const key of ['baseURL', 'apiKeyEnv', 'temperature', 'maxTokens'] as const) {
+    if (rawSpec.judge[key] !== undefined && judge.backend !== 'llm') {
+      add(['judge', key], `applies to an llm judge only; this judge is ${judge.backend}`);
+    }
+  }
+  if (rawSpec.judge.threshold !== undefined && judge.backend !== 'onnx-prm') {
+    add(['judge', 'threshold'], `applies to an onnx-prm judge only; this judge is ${judge.backend}`);
+  }
+
+  const [low, high] = train.clip;
+  if (low > high) add(['train', 'clip'], `expected [low, high] with low ≤ high, got [${low}, ${high}]`);
+  if (train.minLr > train.lr) {
+    add(['train', 'minLr'], `expected at most train.lr (${train.lr}), got ${train.minLr}`);
+  }
+  if (train.lrWarmupSteps > train.steps) {
+    add(
+      ['train', 'lrWarmupSteps'],
+      `expected at most train.steps (${train.steps}), got ${train.lrWarmupSteps}`,
+    );
+  }
+  if (!train.async && train.maxStaleness > 0) {
+    add(
+      ['train', 'maxStaleness'],
+      `synchronous training (async: false) has no stale samples; expected 0, got ${train.maxStaleness}`,
+    );
+  }
+  if (rawSpec.train.combine && method !== 'combine') {
+    add(['train', 'combine'], `weights the advantages of method combine; this job's method is ${method}`);
+  }
+  if (train.distillTopK !== undefined && method !== 'opd' && method !== 'combine') {
+    add(
+      ['train', 'distillTopK'],
+      `distills from a teacher, which only opd and combine have; this job's method is ${method}`,
+    );
+  }
+  if (train.warmup && method === 'sft') {
+    add(['train', 'warmup'], 'method sft already trains on the oracle traces; set train.steps instead');
+  }
+
+  const samples = rollout.batchSize * rollout.samplesPerPrompt;
+  if (method !== 'sft' && samples < resources.trainer.shards) {
+    add(
+      ['resources', 'trainer', 'shards'],
+      `${resources.trainer.shards} shards cannot share ${samples} sample${samples === 1 ? '' : 's'} per step (rollout.batchSize × rollout.samplesPerPrompt); expected at most ${samples}`,
+    );
+  }
+  return issues;
+}

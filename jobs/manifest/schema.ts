@@ -1,0 +1,480 @@
+/**
+ * The RLJob manifest (DESIGN.md §5) as a zod schema. Every object is strict, so a misspelt
+ * field is an error rather than a silently ignored knob. Every check carries one phrase saying
+ * what is expected ("a whole number ≥ 1"); `messages.ts` turns it into "expected …, got …".
+ *
+ * Parsing is two steps: `rljobSchema` checks shapes and fills the defaults that depend on
+ * nothing else; `resolveManifest` fills the per-track and per-method ones from `defaults.ts`.
+ * Keeping the second step out of zod keeps the published JSON Schema a plain description of
+ * what users may write.
+ */
+import { z } from 'zod';
+import {
+  DEFAULT_MAX_STALENESS,
+  DEFAULT_STEP_REWARD_COEF,
+  defaultCheckpointDir,
+  defaultJudgeBackend,
+  defaultJudgeVotes,
+  JUDGE_BACKENDS,
+  MANIFEST_TRACKS,
+  METHOD_DEFAULTS,
+  METHODS,
+  perMethod,
+  perTrack,
+  RULES,
+  TRACK_DEFAULTS,
+} from './defaults.js';
+
+export const API_VERSION = 'clawray.dev/v1';
+export const KIND = 'RLJob';
+
+/** Resource amounts are kept to Ray's precision; finer requests cannot be honoured. */
+const RESOURCE_PRECISION = 1e-4;
+
+interface NumberRule {
+  int?: boolean;
+  min?: number;
+  /** Exclusive lower bound. */
+  gt?: number;
+  max?: number;
+  /** Exclusive upper bound. */
+  lt?: number;
+}
+
+function describeNumber(rule: NumberRule): string {
+  const base = rule.int ? 'a whole number' : 'a number';
+  const low = rule.min !== undefined ? `[${rule.min}` : rule.gt !== undefined ? `(${rule.gt}` : undefined;
+  const high = rule.max !== undefined ? `${rule.max}]` : rule.lt !== undefined ? `${rule.lt})` : undefined;
+  if (low && high) return `${base} in ${low}, ${high}`;
+  if (rule.min !== undefined) return `${base} ≥ ${rule.min}`;
+  if (rule.gt !== undefined) return `${base} > ${rule.gt}`;
+  if (rule.max !== undefined) return `${base} ≤ ${rule.max}`;
+  if (rule.lt !== undefined) return `${base} < ${rule.lt}`;
+  return base;
+}
+
+/** A number whose every failure says the same thing: what a valid value looks like. */
+function num(rule: NumberRule = {}, expected = describeNumber(rule)) {
+  const e = { error: expected };
+  let s = z.number(e);
+  if (rule.int) s = s.int(e);
+  if (rule.min !== undefined) s = s.min(rule.min, e);
+  if (rule.gt !== undefined) s = s.gt(rule.gt, e);
+  if (rule.max !== undefined) s = s.max(rule.max, e);
+  if (rule.lt !== undefined) s = s.lt(rule.lt, e);
+  return s;
+}
+
+const count = (min: number) => num({ int: true, min });
+const text = () => z.string({ error: 'a string' }).min(1, { error: 'a non-empty string' });
+const bool = () => z.boolean({ error: 'true or false' });
+const oneOf = <const T extends readonly [string, ...string[]]>(values: T) =>
+  z.enum(values, { error: `one of ${values.join(', ')}` });
+/** Strict: an unknown key is an error (the message names the closest known key). */
+const section = <T extends z.core.$ZodLooseShape>(shape: T, expected = 'a mapping') =>
+  z.strictObject(shape, { error: expected });
+
+const onPrecision = (v: number) =>
+  Math.abs(Math.round(v / RESOURCE_PRECISION) * RESOURCE_PRECISION - v) < 1e-9;
+
+const GPU_EXPECTED = 'a fraction of one GPU (≤ 1, in steps of 0.0001) or a whole number of GPUs';
+const gpuAmount = num({ min: 0 }, GPU_EXPECTED).refine(
+  (v) => (v <= 1 || Number.isInteger(v)) && onPrecision(v),
+  {
+    error: GPU_EXPECTED,
+    params: { expected: true },
+  },
+);
+const CPU_EXPECTED = 'a number of CPUs ≥ 0, in steps of 0.0001';
+const cpuAmount = num({ min: 0 }, CPU_EXPECTED).refine(onPrecision, {
+  error: CPU_EXPECTED,
+  params: { expected: true },
+});
+
+const PLACEMENT_STRATEGY = oneOf(['PACK', 'SPREAD', 'STRICT_PACK', 'STRICT_SPREAD'] as const)
+  .default('PACK')
+  .describe(
+    "How the role's bundles spread over nodes (Ray's strategies); STRICT_PACK keeps them on one node, e.g. trainer shards that all-reduce over loopback",
+  );
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const LABEL_KEY =
+  /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
+
+/**
+ * A plugin module inside the working dir (uploaded with the job), so the path must stay inside
+ * it: relative, no `..`, a JavaScript file, optionally `#export` naming the function.
+ */
+const MODULE_PATH =
+  /^(?!\/)(?![A-Za-z][A-Za-z0-9+.-]*:)(?!(.*\/)?\.\.(\/|#|$))[^#\s]+\.(js|mjs|cjs)(#[A-Za-z_$][\w$]*)?$/;
+const MODULE_EXPECTED =
+  'a JavaScript module path relative to the working dir, like ./plugins/reward.js or ./plugins/reward.js#myReward';
+const modulePath = () => z.string({ error: MODULE_EXPECTED }).regex(MODULE_PATH, { error: MODULE_EXPECTED });
+
+const metadataSchema = section({
+  name: z
+    .string({ error: 'a DNS-1123 label (lowercase letters, digits and -, at most 63 characters)' })
+    .regex(DNS_LABEL, { error: 'a DNS-1123 label (lowercase letters, digits and -, at most 63 characters)' })
+    .describe('The job name: a DNS-1123 label, used for placement groups, metrics and the checkpoint dir'),
+  labels: z
+    .record(
+      z.string().regex(LABEL_KEY, { error: 'a Kubernetes label key like team or example.com/team' }),
+      z
+        .string({ error: 'a Kubernetes label value (a string of at most 63 letters, digits, -, _ or .)' })
+        .regex(LABEL_VALUE, {
+          error: 'a Kubernetes label value (a string of at most 63 letters, digits, -, _ or .)',
+        }),
+      { error: 'a mapping of label names to strings' },
+    )
+    .default({})
+    .describe('Free-form labels, carried to the job record and its metrics'),
+});
+
+const modelSchema = section(
+  {
+    path: text().describe(
+      'Model directory (config.json, tokenizer.json, safetensors and/or model.onnx), relative to the working dir',
+    ),
+    name: text().optional().describe("The model id clients name in requests. Default: the directory's name"),
+    provider: oneOf(['auto', 'cuda', 'cpu'] as const)
+      .default('auto')
+      .describe('ONNX Runtime execution provider of the rollout engines'),
+    maxBatchSize: count(1).default(16).describe('Sequences a rollout engine decodes together'),
+    maxQueue: count(1)
+      .default(1024)
+      .describe('Requests waiting per rollout engine before new ones are refused'),
+  },
+  'a mapping like { path: ./models/tiny }',
+);
+
+const roleShape = {
+  gpus: gpuAmount
+    .default(0)
+    .describe('GPUs per replica (or shard): a fraction ≤ 1 shares one GPU, more must be whole'),
+  cpus: cpuAmount
+    .default(0)
+    .describe('CPUs reserved per replica or shard (0, like a Ray actor, places it anywhere)'),
+  memoryMb: num({ min: 0 }).default(0).describe('Memory reserved per replica or shard, in MiB'),
+  strategy: PLACEMENT_STRATEGY,
+};
+
+const resourcesSchema = section({
+  rollout: section({ replicas: count(1).default(1).describe('Rollout engines'), ...roleShape })
+    .prefault({})
+    .describe('Rollout engines (OpenClaw-RL ROLLOUT_GPUS)'),
+  judge: section({ replicas: count(1).default(1).describe('Judge voters'), ...roleShape })
+    .prefault({})
+    .describe('Judge voters (OpenClaw-RL PRM_GPUS); a rule judge takes no GPU'),
+  trainer: section({
+    shards: count(1).default(1).describe('Data-parallel trainer shards (ring all-reduce)'),
+    ...roleShape,
+  })
+    .prefault({})
+    .describe('Trainer shards (OpenClaw-RL ACTOR_GPUS)'),
+  env: section({
+    replicas: count(1).default(1).describe('Env-pool replicas, each holding env.parallel environments'),
+    cpus: roleShape.cpus,
+    memoryMb: roleShape.memoryMb,
+    strategy: PLACEMENT_STRATEGY,
+  })
+    .prefault({})
+    .describe('Env pools (CPU only); the personal track has none'),
+});
+
+const rolloutSchema = section({
+  batchSize: count(1)
+    .optional()
+    .describe(`Prompts (groups) per training step. Default per track: ${perTrack('batchSize')}`),
+  samplesPerPrompt: count(1)
+    .optional()
+    .describe(
+      `Responses sampled per prompt (the GRPO group). Default per track: ${perTrack('samplesPerPrompt')}`,
+    ),
+  maxTurns: count(1)
+    .optional()
+    .describe(
+      `Agent turns per episode (personal: turns of one session that are trained). Default per track: ${perTrack('maxTurns')}`,
+    ),
+  maxTokens: count(1)
+    .optional()
+    .describe(`New tokens per response. Default per track: ${perTrack('maxTokens')}`),
+  temperature: num({ min: 0, max: 2 })
+    .optional()
+    .describe(`Sampling temperature. Default per track: ${perTrack('temperature')}`),
+  topP: num({ gt: 0, max: 1 }).default(1).describe('Nucleus sampling mass'),
+});
+
+const judgeSchema = section({
+  backend: oneOf(JUDGE_BACKENDS)
+    .optional()
+    .describe(
+      `Who votes: an LLM judge, an ONNX process-reward classifier, or outcome rules. Default: llm for opd and combine (hints need an LLM), else per track: ${perTrack('judgeBackend')}`,
+    ),
+  votes: count(1)
+    .max(64, { error: 'a whole number in [1, 64]' })
+    .optional()
+    .describe(
+      `Votes per turn, combined by majority (OpenClaw-RL PRM_M). Default: 1 for a rule judge, else per method: ${perMethod('modelJudgeVotes')}`,
+    ),
+  rule: oneOf(RULES)
+    .optional()
+    .describe(`The outcome rule of an env track. Default per track: ${perTrack('judgeRule')}`),
+  model: text()
+    .optional()
+    .describe(
+      'llm: model directory the judge replicas serve (default spec.model.path, the frozen initial policy, as in OpenClaw-RL), or with baseURL the model name there; onnx-prm: the classifier directory (required)',
+    ),
+  baseURL: z
+    .url({ protocol: /^https?$/, error: 'an http(s) URL' })
+    .optional()
+    .describe('llm: an external OpenAI-compatible endpoint instead of judge replicas serving a model'),
+  apiKeyEnv: text().optional().describe('llm: environment variable of the judge process holding the API key'),
+  temperature: num({ min: 0, max: 2 })
+    .optional()
+    .describe('llm: sampling temperature of a vote. Default 0.6'),
+  maxTokens: count(1).optional().describe('llm: tokens per vote. Default 4096'),
+  timeoutMs: count(1).optional().describe('Time one vote may take before it counts as invalid'),
+  threshold: num({ min: 0, max: 1 })
+    .optional()
+    .describe('onnx-prm: probability above which a step is +1. Default 0.5'),
+  stepRewardCoef: num()
+    .optional()
+    .describe(
+      `Env tracks with a model judge: final reward = outcome + coef · mean per-turn score. Default ${DEFAULT_STEP_REWARD_COEF} for rl and combine`,
+    ),
+});
+
+const optimizerSchema = section({
+  betas: z
+    .tuple([num({ min: 0, lt: 1 }), num({ min: 0, lt: 1 })], {
+      error: 'a pair [beta1, beta2], each in [0, 1)',
+    })
+    .default([0.9, 0.999])
+    .describe('AdamW betas'),
+  eps: num({ gt: 0 }).default(1e-8).describe('AdamW epsilon'),
+  weightDecay: num({ min: 0 }).default(0).describe('AdamW decoupled weight decay'),
+});
+
+const loraSchema = section({
+  rank: count(1).default(16).describe('Adapter rank'),
+  alpha: num({ gt: 0 }).default(32).describe('Scale numerator: updates are scaled by alpha / rank'),
+  dropout: num({ min: 0, lt: 1 }).default(0).describe('Dropout on the adapter input'),
+  targetModules: z
+    .array(
+      z
+        .string({ error: "a module name like 'q_proj'" })
+        .regex(/^[A-Za-z0-9_]+$/, { error: "a module name like 'q_proj'" }),
+      { error: "a list of module names like ['q_proj', 'v_proj']" },
+    )
+    .min(1, { error: "a non-empty list of module names like ['q_proj', 'v_proj']" })
+    .default(['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'])
+    .describe('Linear modules that get adapters (OpenClaw-RL targets all seven)'),
+});
+
+const trainSchema = section({
+  steps: count(1).default(200).describe('Optimizer steps of the job'),
+  lr: num({ gt: 0 })
+    .optional()
+    .describe(`Peak learning rate. Default per method: ${perMethod('lr')}`),
+  schedule: oneOf(['constant', 'cosine', 'linear'] as const)
+    .default('constant')
+    .describe('Learning-rate decay over train.steps, after lrWarmupSteps'),
+  lrWarmupSteps: count(0).default(0).describe('Steps of linear learning-rate warmup from 0'),
+  minLr: num({ min: 0 }).default(0).describe('Floor the cosine/linear decay ends at'),
+  clip: z
+    .tuple([num({ gt: 0, lt: 1 }), num({ gt: 0, lt: 1 })], {
+      error: 'a pair [low, high] of numbers in (0, 1)',
+    })
+    .default([0.2, 0.28])
+    .describe("PPO's asymmetric clip [ε_low, ε_high]"),
+  klCoef: num({ min: 0 }).default(0).describe('Weight of the k3 KL penalty to the initial policy'),
+  entropyCoef: num({ min: 0 }).default(0).describe('Weight of the entropy bonus'),
+  maxGradNorm: num({ min: 0 }).default(1).describe('Global gradient-norm cap (0 turns clipping off)'),
+  async: bool().default(true).describe('Roll out step k+1 while step k trains'),
+  maxStaleness: count(0)
+    .optional()
+    .describe(
+      `Max policy versions a trained sample may lag behind. Default ${DEFAULT_MAX_STALENESS.async} when async, ${DEFAULT_MAX_STALENESS.sync} otherwise`,
+    ),
+  updateWeightsEvery: count(1).default(1).describe('Publish weights to the rollout engines every N steps'),
+  microBatchSize: count(1)
+    .optional()
+    .describe(
+      'Samples per forward/backward pass of a shard (gradients accumulate). Default: the whole batch',
+    ),
+  seed: num({ int: true }).default(0).describe('Seeds LoRA dropout and sampling order, so runs repeat'),
+  optimizer: optimizerSchema.prefault({}).describe('AdamW settings'),
+  lora: loraSchema.optional().describe('Train LoRA adapters instead of every weight'),
+  warmup: section({
+    steps: count(1).describe('SFT steps on the oracle traces of env.tasks before RL starts'),
+    lr: num({ gt: 0 }).optional().describe('Learning rate of the warm start. Default train.lr'),
+  })
+    .optional()
+    .describe('SFT warm start from oracle traces (env tracks; not with method sft)'),
+  combine: section({
+    opdWeight: num({ min: 0 }).default(1).describe('w_opd: weight of teacher − old logprob'),
+    rlWeight: num({ min: 0 }).default(1).describe('w_rl: weight of the reward'),
+  })
+    .optional()
+    .describe('Advantage weights of method combine: w_opd·(teacher − old) + w_rl·r'),
+  distillTopK: count(1)
+    .optional()
+    .describe(
+      "opd/combine: reverse KL over the teacher's top-K tokens plus a tail bin (OpenClaw-RL uses 50)",
+    ),
+});
+
+const envSchema = section({
+  tasks: text()
+    .default('builtin')
+    .describe(
+      "'builtin' (the track's generated suite) or a task file or directory relative to the working dir",
+    ),
+  parallel: count(1)
+    .optional()
+    .describe(`Environments per env-pool replica. Default per track: ${perTrack('envParallel')}`),
+  split: oneOf(['train', 'heldout', 'all'] as const)
+    .default('train')
+    .describe('Which tasks training draws from'),
+  seed: num({ int: true }).default(0).describe('Seed of the task order'),
+  settings: z
+    .record(z.string(), z.unknown(), { error: 'a mapping of track settings' })
+    .default({})
+    .describe('Track-specific settings (limits, paths), validated by the track'),
+});
+
+const evalSchema = section({
+  everySteps: count(0)
+    .optional()
+    .describe(
+      `Evaluate every N training steps (0 = never). Default per track: ${perTrack('evalEverySteps')}`,
+    ),
+  tasks: text().optional().describe("'builtin' or a task file; default env.tasks"),
+  split: oneOf(['train', 'heldout', 'all'] as const)
+    .default('heldout')
+    .describe('Which tasks evaluation uses'),
+});
+
+const checkpointSchema = section({
+  dir: text()
+    .optional()
+    .describe(
+      `Checkpoint directory, relative to the working dir. Default ${defaultCheckpointDir('<metadata.name>')}`,
+    ),
+  everySteps: count(0).default(100).describe('Save every N steps (0 = only at the end)'),
+  keep: count(1).default(3).describe('Checkpoints kept; older ones are deleted'),
+  resume: bool().default(true).describe('Resume from the newest checkpoint in dir when there is one'),
+});
+
+const pluginsSchema = section({
+  reward: modulePath().optional().describe('Custom reward function (slime --custom-rm-path)'),
+  loss: modulePath().optional().describe('Custom loss (slime --custom-loss-function-path)'),
+  environment: modulePath().optional().describe('Custom environment factory (replaces the track env)'),
+  rollout: modulePath()
+    .optional()
+    .describe('Custom rollout/generate function (slime --rollout-function-path)'),
+});
+
+const serveSchema = section({
+  host: text().default('127.0.0.1').describe('Address the OpenAI-compatible API binds'),
+  port: num({ int: true, min: 1, max: 65535 }).default(30000).describe('Port of the OpenAI-compatible API'),
+  apiKeyEnv: text().optional().describe('Environment variable holding the Bearer key clients must send'),
+});
+
+const specSchema = section({
+  track: oneOf(MANIFEST_TRACKS).describe('personal | terminal | gui | swe | toolcall'),
+  method: oneOf(METHODS)
+    .default('rl')
+    .describe('rl (GRPO + PPO clip), opd (hindsight-hint distillation), combine (both), sft'),
+  model: modelSchema.describe('The policy model'),
+  resources: resourcesSchema
+    .prefault({})
+    .describe('The GPU partition, turned into one placement group per role'),
+  rollout: rolloutSchema.prefault({}).describe('Sampling'),
+  judge: judgeSchema.prefault({}).describe('Rewards, votes and hints'),
+  train: trainSchema.prefault({}).describe('Optimisation'),
+  env: envSchema.optional().describe('Task environments (env tracks only)'),
+  eval: evalSchema.prefault({}).describe('Periodic evaluation on held-out tasks'),
+  checkpoint: checkpointSchema.prefault({}).describe('Checkpoints and resume'),
+  plugins: pluginsSchema.prefault({}).describe('Extension modules, like slime --custom-*-path'),
+  serve: serveSchema.optional().describe('personal: the OpenAI-compatible API live sessions talk to'),
+});
+
+export const rljobSchema = section({
+  apiVersion: z.literal(API_VERSION, { error: `"${API_VERSION}"` }).describe(`Always ${API_VERSION}`),
+  kind: z.literal(KIND, { error: `"${KIND}"` }).describe(`Always ${KIND}`),
+  metadata: metadataSchema,
+  spec: specSchema,
+}).describe('A clawray RL job: asynchronous RL of an LLM agent on one track');
+
+/** What a user may write. */
+export type RLJobManifestInput = z.input<typeof rljobSchema>;
+/** Shapes checked, track- and method-dependent defaults not yet filled. */
+export type RawManifest = z.output<typeof rljobSchema>;
+
+/** Fills every default that depends on the track or the method (see `defaults.ts`). */
+export function resolveManifest(raw: RawManifest) {
+  const { track, method } = raw.spec;
+  const t = TRACK_DEFAULTS[track];
+  const m = METHOD_DEFAULTS[method];
+  const { rollout, judge, train } = raw.spec;
+  const backend = judge.backend ?? defaultJudgeBackend(track, method);
+  const modelJudge = backend !== 'rule';
+  const envTrack = track !== 'personal';
+  const lr = train.lr ?? m.lr;
+  const env = envTrack ? { ...(raw.spec.env ?? envSchema.parse({})) } : undefined;
+  return {
+    ...raw,
+    spec: {
+      ...raw.spec,
+      rollout: {
+        ...rollout,
+        batchSize: rollout.batchSize ?? t.batchSize,
+        samplesPerPrompt: rollout.samplesPerPrompt ?? t.samplesPerPrompt,
+        maxTurns: rollout.maxTurns ?? t.maxTurns,
+        maxTokens: rollout.maxTokens ?? t.maxTokens,
+        temperature: rollout.temperature ?? t.temperature,
+      },
+      judge: {
+        ...judge,
+        backend,
+        mode: m.judgeMode,
+        votes: judge.votes ?? defaultJudgeVotes(backend, method),
+        rule: envTrack ? (judge.rule ?? t.judgeRule ?? undefined) : undefined,
+        model: judge.model ?? (backend === 'llm' && !judge.baseURL ? raw.spec.model.path : undefined),
+        temperature: backend === 'llm' ? (judge.temperature ?? 0.6) : undefined,
+        maxTokens: backend === 'llm' ? (judge.maxTokens ?? 4096) : undefined,
+        threshold: backend === 'onnx-prm' ? (judge.threshold ?? 0.5) : undefined,
+        stepRewardCoef:
+          judge.stepRewardCoef ??
+          (envTrack && modelJudge && (method === 'rl' || method === 'combine')
+            ? DEFAULT_STEP_REWARD_COEF
+            : undefined),
+      },
+      train: {
+        ...train,
+        lr,
+        maxStaleness:
+          train.maxStaleness ?? (train.async ? DEFAULT_MAX_STALENESS.async : DEFAULT_MAX_STALENESS.sync),
+        warmup: train.warmup ? { ...train.warmup, lr: train.warmup.lr ?? lr } : undefined,
+        combine: train.combine ?? (method === 'combine' ? { opdWeight: 1, rlWeight: 1 } : undefined),
+      },
+      env: env && { ...env, parallel: env.parallel ?? t.envParallel ?? 1 },
+      eval: {
+        ...raw.spec.eval,
+        everySteps: raw.spec.eval.everySteps ?? t.evalEverySteps,
+        tasks: raw.spec.eval.tasks ?? env?.tasks,
+      },
+      checkpoint: {
+        ...raw.spec.checkpoint,
+        dir: raw.spec.checkpoint.dir ?? defaultCheckpointDir(raw.metadata.name),
+      },
+      serve: raw.spec.serve ?? (envTrack ? undefined : serveSchema.parse({})),
+    },
+  };
+}
+
+/** A validated manifest with every default filled in. */
+export type RLJobManifest = ReturnType<typeof resolveManifest>;
+export type RLJobSpec = RLJobManifest['spec'];
