@@ -43,6 +43,8 @@ export interface ActorDirectoryDeps {
   /** Whether a placement group exists and is placed (actors in a pending group wait). */
   groupState(placementGroupId: string): 'CREATED' | 'WAITING' | 'MISSING';
   onRestart(record: ActorRecord): void;
+  /** After an actor is recorded DEAD for good (the job manager fails jobs whose supervisor died). */
+  onDead?(record: ActorRecord, cause: Error): void;
   schedulingLatency: Histogram<string>;
 }
 
@@ -448,6 +450,7 @@ export class ActorDirectory {
     const waiters = this.waiters.get(record.actorId) ?? [];
     this.waiters.delete(record.actorId);
     for (const w of waiters) w.reject(cause);
+    this.d.onDead?.(record, cause);
   }
 
   private deathError(record: ActorRecord): Error {

@@ -30,6 +30,8 @@ import type * as m from '../proto/messages.js';
 import { ActorDirectory } from './actor-directory.js';
 import { headMetrics } from './head-metrics.js';
 import { type HeadOptions, headOptionsSchema, type ParsedHeadOptions } from './head-options.js';
+import { JobManager, type JobRecord } from './job-manager.js';
+import { jobHandlers } from './job-rpcs.js';
 import type { ActorRecord, NodeRecord, PlacementGroupRecord } from './model.js';
 import { NodeClients } from './node-clients.js';
 import { NodeTable } from './node-table.js';
@@ -58,6 +60,7 @@ export class HeadServer {
   private readonly nodes: NodeTable;
   private readonly groups: PlacementGroups;
   private readonly actors: ActorDirectory;
+  private readonly jobs: JobManager;
   private metricsEndpoint?: MetricsEndpoint;
   private stopped = false;
 
@@ -101,7 +104,14 @@ export class HeadServer {
       logger: this.logger,
       groupState: (id) => this.groups.state(id),
       onRestart: (record) => metrics.actorRestarts.inc({ actor_class: record.className }),
+      onDead: (record, cause) => this.jobs.onActorDead(record, cause),
       schedulingLatency: metrics.schedulingLatency,
+    });
+    this.jobs = new JobManager({
+      store: this.store,
+      actors: this.actors,
+      logger: this.logger,
+      self: () => ({ address: this.address, token: this.token }),
     });
   }
 
@@ -118,14 +128,16 @@ export class HeadServer {
   private async listen(): Promise<void> {
     const o = this.options;
     await this.store.open();
-    const [nodes, groups, actors] = await Promise.all([
+    const [nodes, groups, actors, jobs] = await Promise.all([
       this.store.list<NodeRecord>('nodes'),
       this.store.list<PlacementGroupRecord>('placementGroups'),
       this.store.list<ActorRecord>('actors'),
+      this.store.list<JobRecord>('jobs'),
     ]);
     this.nodes.restore(nodes);
     this.groups.restore(groups);
     this.actors.restore(actors);
+    this.jobs.restore(jobs);
     if (nodes.length + actors.length > 0) {
       this.logger.info(
         { nodes: nodes.length, actors: actors.length, groups: groups.length },
@@ -138,6 +150,7 @@ export class HeadServer {
     this.address = formatAddress(o.host, this.port);
     this.nodes.start();
     await this.actors.resumeAfterRestore();
+    await this.jobs.resumeAfterRestore();
     this.pending.kick();
     if (o.metricsPort !== undefined) {
       this.metricsEndpoint = await serveMetrics({
@@ -229,6 +242,7 @@ export class HeadServer {
         placementGroups: this.groups.list().map(placementGroupInfo),
       })),
       GetClusterStatus: h('GetClusterStatus', async (): Promise<m.ClusterStatus> => this.status()),
+      ...jobHandlers(guard, this.jobs, this.store),
     };
   }
 
@@ -263,6 +277,7 @@ export class HeadServer {
     this.nodes.stop();
     await shutdownServer(this.server, 1000);
     await this.metricsEndpoint?.close();
+    await this.jobs.close();
     this.nodeClients.close();
     await this.store.close();
   }

@@ -21,6 +21,7 @@ import { BatchWriter, microtaskScheduler } from './batch-writer.js';
 import { ChunkAssembler, splitPayload } from './chunks.js';
 import { decode, encodeArgs, type HandleFactory } from './codec.js';
 import type { HeadClient } from './head-client.js';
+import { holdLoopForCall } from './loop-hold.js';
 
 export interface ConnectionHost {
   readonly head: HeadClient;
@@ -88,14 +89,21 @@ export class ActorConnection {
     return new Promise((resolve, reject) => {
       const id = this.nextId;
       this.nextId = this.nextId >= 0xffffffff ? 1 : this.nextId + 1;
+      const release = holdLoopForCall();
       const call: PendingCall = {
         id,
         method,
         args: encodeArgs(args),
         retriesLeft: this.policy.maxTaskRetries,
         sent: false,
-        resolve,
-        reject,
+        resolve: (value) => {
+          release();
+          resolve(value);
+        },
+        reject: (err) => {
+          release();
+          reject(err);
+        },
       };
       this.pending.set(id, call);
       if (this.confirmed) this.send(call);

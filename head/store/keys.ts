@@ -7,7 +7,7 @@ import type { TableName } from './types.js';
 
 export const DEFAULT_CLUSTER = 'default';
 
-export const TABLES: readonly TableName[] = ['nodes', 'actors', 'placementGroups', 'jobs'];
+export const TABLES: readonly TableName[] = ['nodes', 'actors', 'placementGroups', 'jobs', 'packages'];
 
 // Restricted so a name can never smuggle in a `:` or a glob character (`*`, `?`, `[`) that
 // would let one cluster's key pattern match another cluster's keys.

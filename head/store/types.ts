@@ -4,7 +4,8 @@
  * they behave the same (a Buffer does not survive, encode bytes as base64 first).
  */
 
-export type TableName = 'nodes' | 'actors' | 'placementGroups' | 'jobs';
+/** `packages` holds job working dirs in ≤ 1 MiB chunks (`HASH/N`) under a `HASH` manifest. */
+export type TableName = 'nodes' | 'actors' | 'placementGroups' | 'jobs' | 'packages';
 
 export type StoreOp =
   | { op: 'put'; table: TableName; id: string; value: unknown }

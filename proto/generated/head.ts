@@ -14,14 +14,20 @@ import type { ErrorInfo as _clawray_v1_ErrorInfo, ErrorInfo__Output as _clawray_
 import type { GetActorRequest as _clawray_v1_GetActorRequest, GetActorRequest__Output as _clawray_v1_GetActorRequest__Output } from './clawray/v1/GetActorRequest.js';
 import type { GetPlacementGroupRequest as _clawray_v1_GetPlacementGroupRequest, GetPlacementGroupRequest__Output as _clawray_v1_GetPlacementGroupRequest__Output } from './clawray/v1/GetPlacementGroupRequest.js';
 import type { GpuShare as _clawray_v1_GpuShare, GpuShare__Output as _clawray_v1_GpuShare__Output } from './clawray/v1/GpuShare.js';
+import type { HasPackageReply as _clawray_v1_HasPackageReply, HasPackageReply__Output as _clawray_v1_HasPackageReply__Output } from './clawray/v1/HasPackageReply.js';
 import type { HeadServiceClient as _clawray_v1_HeadServiceClient, HeadServiceDefinition as _clawray_v1_HeadServiceDefinition } from './clawray/v1/HeadService.js';
 import type { HeartbeatReply as _clawray_v1_HeartbeatReply, HeartbeatReply__Output as _clawray_v1_HeartbeatReply__Output } from './clawray/v1/HeartbeatReply.js';
 import type { HeartbeatRequest as _clawray_v1_HeartbeatRequest, HeartbeatRequest__Output as _clawray_v1_HeartbeatRequest__Output } from './clawray/v1/HeartbeatRequest.js';
+import type { JobInfo as _clawray_v1_JobInfo, JobInfo__Output as _clawray_v1_JobInfo__Output } from './clawray/v1/JobInfo.js';
+import type { JobRef as _clawray_v1_JobRef, JobRef__Output as _clawray_v1_JobRef__Output } from './clawray/v1/JobRef.js';
 import type { KillActorRequest as _clawray_v1_KillActorRequest, KillActorRequest__Output as _clawray_v1_KillActorRequest__Output } from './clawray/v1/KillActorRequest.js';
 import type { ListActorsReply as _clawray_v1_ListActorsReply, ListActorsReply__Output as _clawray_v1_ListActorsReply__Output } from './clawray/v1/ListActorsReply.js';
 import type { ListActorsRequest as _clawray_v1_ListActorsRequest, ListActorsRequest__Output as _clawray_v1_ListActorsRequest__Output } from './clawray/v1/ListActorsRequest.js';
+import type { ListJobsReply as _clawray_v1_ListJobsReply, ListJobsReply__Output as _clawray_v1_ListJobsReply__Output } from './clawray/v1/ListJobsReply.js';
 import type { ListPlacementGroupsReply as _clawray_v1_ListPlacementGroupsReply, ListPlacementGroupsReply__Output as _clawray_v1_ListPlacementGroupsReply__Output } from './clawray/v1/ListPlacementGroupsReply.js';
 import type { NodeStatus as _clawray_v1_NodeStatus, NodeStatus__Output as _clawray_v1_NodeStatus__Output } from './clawray/v1/NodeStatus.js';
+import type { PackageChunk as _clawray_v1_PackageChunk, PackageChunk__Output as _clawray_v1_PackageChunk__Output } from './clawray/v1/PackageChunk.js';
+import type { PackageRef as _clawray_v1_PackageRef, PackageRef__Output as _clawray_v1_PackageRef__Output } from './clawray/v1/PackageRef.js';
 import type { PlacementGroupInfo as _clawray_v1_PlacementGroupInfo, PlacementGroupInfo__Output as _clawray_v1_PlacementGroupInfo__Output } from './clawray/v1/PlacementGroupInfo.js';
 import type { RegisterNodeReply as _clawray_v1_RegisterNodeReply, RegisterNodeReply__Output as _clawray_v1_RegisterNodeReply__Output } from './clawray/v1/RegisterNodeReply.js';
 import type { RegisterNodeRequest as _clawray_v1_RegisterNodeRequest, RegisterNodeRequest__Output as _clawray_v1_RegisterNodeRequest__Output } from './clawray/v1/RegisterNodeRequest.js';
@@ -29,6 +35,8 @@ import type { RemovePlacementGroupRequest as _clawray_v1_RemovePlacementGroupReq
 import type { ReportActorExitRequest as _clawray_v1_ReportActorExitRequest, ReportActorExitRequest__Output as _clawray_v1_ReportActorExitRequest__Output } from './clawray/v1/ReportActorExitRequest.js';
 import type { Resources as _clawray_v1_Resources, Resources__Output as _clawray_v1_Resources__Output } from './clawray/v1/Resources.js';
 import type { RunningActor as _clawray_v1_RunningActor, RunningActor__Output as _clawray_v1_RunningActor__Output } from './clawray/v1/RunningActor.js';
+import type { SubmitJobRequest as _clawray_v1_SubmitJobRequest, SubmitJobRequest__Output as _clawray_v1_SubmitJobRequest__Output } from './clawray/v1/SubmitJobRequest.js';
+import type { UpdateJobRequest as _clawray_v1_UpdateJobRequest, UpdateJobRequest__Output as _clawray_v1_UpdateJobRequest__Output } from './clawray/v1/UpdateJobRequest.js';
 
 type SubtypeConstructor<Constructor extends new (...args: any) => any, Subtype> = {
   new(...args: ConstructorParameters<Constructor>): Subtype;
@@ -51,14 +59,20 @@ export interface ProtoGrpcType {
       GetActorRequest: MessageTypeDefinition<_clawray_v1_GetActorRequest, _clawray_v1_GetActorRequest__Output>
       GetPlacementGroupRequest: MessageTypeDefinition<_clawray_v1_GetPlacementGroupRequest, _clawray_v1_GetPlacementGroupRequest__Output>
       GpuShare: MessageTypeDefinition<_clawray_v1_GpuShare, _clawray_v1_GpuShare__Output>
+      HasPackageReply: MessageTypeDefinition<_clawray_v1_HasPackageReply, _clawray_v1_HasPackageReply__Output>
       HeadService: SubtypeConstructor<typeof grpc.Client, _clawray_v1_HeadServiceClient> & { service: _clawray_v1_HeadServiceDefinition }
       HeartbeatReply: MessageTypeDefinition<_clawray_v1_HeartbeatReply, _clawray_v1_HeartbeatReply__Output>
       HeartbeatRequest: MessageTypeDefinition<_clawray_v1_HeartbeatRequest, _clawray_v1_HeartbeatRequest__Output>
+      JobInfo: MessageTypeDefinition<_clawray_v1_JobInfo, _clawray_v1_JobInfo__Output>
+      JobRef: MessageTypeDefinition<_clawray_v1_JobRef, _clawray_v1_JobRef__Output>
       KillActorRequest: MessageTypeDefinition<_clawray_v1_KillActorRequest, _clawray_v1_KillActorRequest__Output>
       ListActorsReply: MessageTypeDefinition<_clawray_v1_ListActorsReply, _clawray_v1_ListActorsReply__Output>
       ListActorsRequest: MessageTypeDefinition<_clawray_v1_ListActorsRequest, _clawray_v1_ListActorsRequest__Output>
+      ListJobsReply: MessageTypeDefinition<_clawray_v1_ListJobsReply, _clawray_v1_ListJobsReply__Output>
       ListPlacementGroupsReply: MessageTypeDefinition<_clawray_v1_ListPlacementGroupsReply, _clawray_v1_ListPlacementGroupsReply__Output>
       NodeStatus: MessageTypeDefinition<_clawray_v1_NodeStatus, _clawray_v1_NodeStatus__Output>
+      PackageChunk: MessageTypeDefinition<_clawray_v1_PackageChunk, _clawray_v1_PackageChunk__Output>
+      PackageRef: MessageTypeDefinition<_clawray_v1_PackageRef, _clawray_v1_PackageRef__Output>
       PlacementGroupInfo: MessageTypeDefinition<_clawray_v1_PlacementGroupInfo, _clawray_v1_PlacementGroupInfo__Output>
       RegisterNodeReply: MessageTypeDefinition<_clawray_v1_RegisterNodeReply, _clawray_v1_RegisterNodeReply__Output>
       RegisterNodeRequest: MessageTypeDefinition<_clawray_v1_RegisterNodeRequest, _clawray_v1_RegisterNodeRequest__Output>
@@ -66,6 +80,8 @@ export interface ProtoGrpcType {
       ReportActorExitRequest: MessageTypeDefinition<_clawray_v1_ReportActorExitRequest, _clawray_v1_ReportActorExitRequest__Output>
       Resources: MessageTypeDefinition<_clawray_v1_Resources, _clawray_v1_Resources__Output>
       RunningActor: MessageTypeDefinition<_clawray_v1_RunningActor, _clawray_v1_RunningActor__Output>
+      SubmitJobRequest: MessageTypeDefinition<_clawray_v1_SubmitJobRequest, _clawray_v1_SubmitJobRequest__Output>
+      UpdateJobRequest: MessageTypeDefinition<_clawray_v1_UpdateJobRequest, _clawray_v1_UpdateJobRequest__Output>
     }
   }
 }

@@ -10,17 +10,25 @@ import type { DrainNodeRequest as _clawray_v1_DrainNodeRequest, DrainNodeRequest
 import type { Empty as _clawray_v1_Empty, Empty__Output as _clawray_v1_Empty__Output } from '../../clawray/v1/Empty.js';
 import type { GetActorRequest as _clawray_v1_GetActorRequest, GetActorRequest__Output as _clawray_v1_GetActorRequest__Output } from '../../clawray/v1/GetActorRequest.js';
 import type { GetPlacementGroupRequest as _clawray_v1_GetPlacementGroupRequest, GetPlacementGroupRequest__Output as _clawray_v1_GetPlacementGroupRequest__Output } from '../../clawray/v1/GetPlacementGroupRequest.js';
+import type { HasPackageReply as _clawray_v1_HasPackageReply, HasPackageReply__Output as _clawray_v1_HasPackageReply__Output } from '../../clawray/v1/HasPackageReply.js';
 import type { HeartbeatReply as _clawray_v1_HeartbeatReply, HeartbeatReply__Output as _clawray_v1_HeartbeatReply__Output } from '../../clawray/v1/HeartbeatReply.js';
 import type { HeartbeatRequest as _clawray_v1_HeartbeatRequest, HeartbeatRequest__Output as _clawray_v1_HeartbeatRequest__Output } from '../../clawray/v1/HeartbeatRequest.js';
+import type { JobInfo as _clawray_v1_JobInfo, JobInfo__Output as _clawray_v1_JobInfo__Output } from '../../clawray/v1/JobInfo.js';
+import type { JobRef as _clawray_v1_JobRef, JobRef__Output as _clawray_v1_JobRef__Output } from '../../clawray/v1/JobRef.js';
 import type { KillActorRequest as _clawray_v1_KillActorRequest, KillActorRequest__Output as _clawray_v1_KillActorRequest__Output } from '../../clawray/v1/KillActorRequest.js';
 import type { ListActorsReply as _clawray_v1_ListActorsReply, ListActorsReply__Output as _clawray_v1_ListActorsReply__Output } from '../../clawray/v1/ListActorsReply.js';
 import type { ListActorsRequest as _clawray_v1_ListActorsRequest, ListActorsRequest__Output as _clawray_v1_ListActorsRequest__Output } from '../../clawray/v1/ListActorsRequest.js';
+import type { ListJobsReply as _clawray_v1_ListJobsReply, ListJobsReply__Output as _clawray_v1_ListJobsReply__Output } from '../../clawray/v1/ListJobsReply.js';
 import type { ListPlacementGroupsReply as _clawray_v1_ListPlacementGroupsReply, ListPlacementGroupsReply__Output as _clawray_v1_ListPlacementGroupsReply__Output } from '../../clawray/v1/ListPlacementGroupsReply.js';
+import type { PackageChunk as _clawray_v1_PackageChunk, PackageChunk__Output as _clawray_v1_PackageChunk__Output } from '../../clawray/v1/PackageChunk.js';
+import type { PackageRef as _clawray_v1_PackageRef, PackageRef__Output as _clawray_v1_PackageRef__Output } from '../../clawray/v1/PackageRef.js';
 import type { PlacementGroupInfo as _clawray_v1_PlacementGroupInfo, PlacementGroupInfo__Output as _clawray_v1_PlacementGroupInfo__Output } from '../../clawray/v1/PlacementGroupInfo.js';
 import type { RegisterNodeReply as _clawray_v1_RegisterNodeReply, RegisterNodeReply__Output as _clawray_v1_RegisterNodeReply__Output } from '../../clawray/v1/RegisterNodeReply.js';
 import type { RegisterNodeRequest as _clawray_v1_RegisterNodeRequest, RegisterNodeRequest__Output as _clawray_v1_RegisterNodeRequest__Output } from '../../clawray/v1/RegisterNodeRequest.js';
 import type { RemovePlacementGroupRequest as _clawray_v1_RemovePlacementGroupRequest, RemovePlacementGroupRequest__Output as _clawray_v1_RemovePlacementGroupRequest__Output } from '../../clawray/v1/RemovePlacementGroupRequest.js';
 import type { ReportActorExitRequest as _clawray_v1_ReportActorExitRequest, ReportActorExitRequest__Output as _clawray_v1_ReportActorExitRequest__Output } from '../../clawray/v1/ReportActorExitRequest.js';
+import type { SubmitJobRequest as _clawray_v1_SubmitJobRequest, SubmitJobRequest__Output as _clawray_v1_SubmitJobRequest__Output } from '../../clawray/v1/SubmitJobRequest.js';
+import type { UpdateJobRequest as _clawray_v1_UpdateJobRequest, UpdateJobRequest__Output as _clawray_v1_UpdateJobRequest__Output } from '../../clawray/v1/UpdateJobRequest.js';
 
 export interface HeadServiceClient extends grpc.Client {
   CreateActor(argument: _clawray_v1_CreateActorRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_ActorInfo__Output>): grpc.ClientUnaryCall;
@@ -40,6 +48,20 @@ export interface HeadServiceClient extends grpc.Client {
   createPlacementGroup(argument: _clawray_v1_CreatePlacementGroupRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_clawray_v1_PlacementGroupInfo__Output>): grpc.ClientUnaryCall;
   createPlacementGroup(argument: _clawray_v1_CreatePlacementGroupRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_PlacementGroupInfo__Output>): grpc.ClientUnaryCall;
   createPlacementGroup(argument: _clawray_v1_CreatePlacementGroupRequest, callback: grpc.requestCallback<_clawray_v1_PlacementGroupInfo__Output>): grpc.ClientUnaryCall;
+  
+  DeleteJob(argument: _clawray_v1_JobRef, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_Empty__Output>): grpc.ClientUnaryCall;
+  DeleteJob(argument: _clawray_v1_JobRef, metadata: grpc.Metadata, callback: grpc.requestCallback<_clawray_v1_Empty__Output>): grpc.ClientUnaryCall;
+  DeleteJob(argument: _clawray_v1_JobRef, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_Empty__Output>): grpc.ClientUnaryCall;
+  DeleteJob(argument: _clawray_v1_JobRef, callback: grpc.requestCallback<_clawray_v1_Empty__Output>): grpc.ClientUnaryCall;
+  deleteJob(argument: _clawray_v1_JobRef, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_Empty__Output>): grpc.ClientUnaryCall;
+  deleteJob(argument: _clawray_v1_JobRef, metadata: grpc.Metadata, callback: grpc.requestCallback<_clawray_v1_Empty__Output>): grpc.ClientUnaryCall;
+  deleteJob(argument: _clawray_v1_JobRef, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_Empty__Output>): grpc.ClientUnaryCall;
+  deleteJob(argument: _clawray_v1_JobRef, callback: grpc.requestCallback<_clawray_v1_Empty__Output>): grpc.ClientUnaryCall;
+  
+  DownloadPackage(argument: _clawray_v1_PackageRef, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_clawray_v1_PackageChunk__Output>;
+  DownloadPackage(argument: _clawray_v1_PackageRef, options?: grpc.CallOptions): grpc.ClientReadableStream<_clawray_v1_PackageChunk__Output>;
+  downloadPackage(argument: _clawray_v1_PackageRef, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_clawray_v1_PackageChunk__Output>;
+  downloadPackage(argument: _clawray_v1_PackageRef, options?: grpc.CallOptions): grpc.ClientReadableStream<_clawray_v1_PackageChunk__Output>;
   
   DrainNode(argument: _clawray_v1_DrainNodeRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_Empty__Output>): grpc.ClientUnaryCall;
   DrainNode(argument: _clawray_v1_DrainNodeRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_clawray_v1_Empty__Output>): grpc.ClientUnaryCall;
@@ -68,6 +90,15 @@ export interface HeadServiceClient extends grpc.Client {
   getClusterStatus(argument: _clawray_v1_Empty, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_ClusterStatus__Output>): grpc.ClientUnaryCall;
   getClusterStatus(argument: _clawray_v1_Empty, callback: grpc.requestCallback<_clawray_v1_ClusterStatus__Output>): grpc.ClientUnaryCall;
   
+  GetJob(argument: _clawray_v1_JobRef, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
+  GetJob(argument: _clawray_v1_JobRef, metadata: grpc.Metadata, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
+  GetJob(argument: _clawray_v1_JobRef, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
+  GetJob(argument: _clawray_v1_JobRef, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
+  getJob(argument: _clawray_v1_JobRef, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
+  getJob(argument: _clawray_v1_JobRef, metadata: grpc.Metadata, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
+  getJob(argument: _clawray_v1_JobRef, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
+  getJob(argument: _clawray_v1_JobRef, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
+  
   GetPlacementGroup(argument: _clawray_v1_GetPlacementGroupRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_PlacementGroupInfo__Output>): grpc.ClientUnaryCall;
   GetPlacementGroup(argument: _clawray_v1_GetPlacementGroupRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_clawray_v1_PlacementGroupInfo__Output>): grpc.ClientUnaryCall;
   GetPlacementGroup(argument: _clawray_v1_GetPlacementGroupRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_PlacementGroupInfo__Output>): grpc.ClientUnaryCall;
@@ -76,6 +107,15 @@ export interface HeadServiceClient extends grpc.Client {
   getPlacementGroup(argument: _clawray_v1_GetPlacementGroupRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_clawray_v1_PlacementGroupInfo__Output>): grpc.ClientUnaryCall;
   getPlacementGroup(argument: _clawray_v1_GetPlacementGroupRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_PlacementGroupInfo__Output>): grpc.ClientUnaryCall;
   getPlacementGroup(argument: _clawray_v1_GetPlacementGroupRequest, callback: grpc.requestCallback<_clawray_v1_PlacementGroupInfo__Output>): grpc.ClientUnaryCall;
+  
+  HasPackage(argument: _clawray_v1_PackageRef, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_HasPackageReply__Output>): grpc.ClientUnaryCall;
+  HasPackage(argument: _clawray_v1_PackageRef, metadata: grpc.Metadata, callback: grpc.requestCallback<_clawray_v1_HasPackageReply__Output>): grpc.ClientUnaryCall;
+  HasPackage(argument: _clawray_v1_PackageRef, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_HasPackageReply__Output>): grpc.ClientUnaryCall;
+  HasPackage(argument: _clawray_v1_PackageRef, callback: grpc.requestCallback<_clawray_v1_HasPackageReply__Output>): grpc.ClientUnaryCall;
+  hasPackage(argument: _clawray_v1_PackageRef, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_HasPackageReply__Output>): grpc.ClientUnaryCall;
+  hasPackage(argument: _clawray_v1_PackageRef, metadata: grpc.Metadata, callback: grpc.requestCallback<_clawray_v1_HasPackageReply__Output>): grpc.ClientUnaryCall;
+  hasPackage(argument: _clawray_v1_PackageRef, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_HasPackageReply__Output>): grpc.ClientUnaryCall;
+  hasPackage(argument: _clawray_v1_PackageRef, callback: grpc.requestCallback<_clawray_v1_HasPackageReply__Output>): grpc.ClientUnaryCall;
   
   Heartbeat(argument: _clawray_v1_HeartbeatRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_HeartbeatReply__Output>): grpc.ClientUnaryCall;
   Heartbeat(argument: _clawray_v1_HeartbeatRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_clawray_v1_HeartbeatReply__Output>): grpc.ClientUnaryCall;
@@ -103,6 +143,15 @@ export interface HeadServiceClient extends grpc.Client {
   listActors(argument: _clawray_v1_ListActorsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_clawray_v1_ListActorsReply__Output>): grpc.ClientUnaryCall;
   listActors(argument: _clawray_v1_ListActorsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_ListActorsReply__Output>): grpc.ClientUnaryCall;
   listActors(argument: _clawray_v1_ListActorsRequest, callback: grpc.requestCallback<_clawray_v1_ListActorsReply__Output>): grpc.ClientUnaryCall;
+  
+  ListJobs(argument: _clawray_v1_Empty, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_ListJobsReply__Output>): grpc.ClientUnaryCall;
+  ListJobs(argument: _clawray_v1_Empty, metadata: grpc.Metadata, callback: grpc.requestCallback<_clawray_v1_ListJobsReply__Output>): grpc.ClientUnaryCall;
+  ListJobs(argument: _clawray_v1_Empty, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_ListJobsReply__Output>): grpc.ClientUnaryCall;
+  ListJobs(argument: _clawray_v1_Empty, callback: grpc.requestCallback<_clawray_v1_ListJobsReply__Output>): grpc.ClientUnaryCall;
+  listJobs(argument: _clawray_v1_Empty, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_ListJobsReply__Output>): grpc.ClientUnaryCall;
+  listJobs(argument: _clawray_v1_Empty, metadata: grpc.Metadata, callback: grpc.requestCallback<_clawray_v1_ListJobsReply__Output>): grpc.ClientUnaryCall;
+  listJobs(argument: _clawray_v1_Empty, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_ListJobsReply__Output>): grpc.ClientUnaryCall;
+  listJobs(argument: _clawray_v1_Empty, callback: grpc.requestCallback<_clawray_v1_ListJobsReply__Output>): grpc.ClientUnaryCall;
   
   ListPlacementGroups(argument: _clawray_v1_Empty, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_ListPlacementGroupsReply__Output>): grpc.ClientUnaryCall;
   ListPlacementGroups(argument: _clawray_v1_Empty, metadata: grpc.Metadata, callback: grpc.requestCallback<_clawray_v1_ListPlacementGroupsReply__Output>): grpc.ClientUnaryCall;
@@ -140,6 +189,42 @@ export interface HeadServiceClient extends grpc.Client {
   reportActorExit(argument: _clawray_v1_ReportActorExitRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_Empty__Output>): grpc.ClientUnaryCall;
   reportActorExit(argument: _clawray_v1_ReportActorExitRequest, callback: grpc.requestCallback<_clawray_v1_Empty__Output>): grpc.ClientUnaryCall;
   
+  StopJob(argument: _clawray_v1_JobRef, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
+  StopJob(argument: _clawray_v1_JobRef, metadata: grpc.Metadata, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
+  StopJob(argument: _clawray_v1_JobRef, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
+  StopJob(argument: _clawray_v1_JobRef, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
+  stopJob(argument: _clawray_v1_JobRef, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
+  stopJob(argument: _clawray_v1_JobRef, metadata: grpc.Metadata, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
+  stopJob(argument: _clawray_v1_JobRef, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
+  stopJob(argument: _clawray_v1_JobRef, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
+  
+  SubmitJob(argument: _clawray_v1_SubmitJobRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
+  SubmitJob(argument: _clawray_v1_SubmitJobRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
+  SubmitJob(argument: _clawray_v1_SubmitJobRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
+  SubmitJob(argument: _clawray_v1_SubmitJobRequest, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
+  submitJob(argument: _clawray_v1_SubmitJobRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
+  submitJob(argument: _clawray_v1_SubmitJobRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
+  submitJob(argument: _clawray_v1_SubmitJobRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
+  submitJob(argument: _clawray_v1_SubmitJobRequest, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
+  
+  UpdateJob(argument: _clawray_v1_UpdateJobRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
+  UpdateJob(argument: _clawray_v1_UpdateJobRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
+  UpdateJob(argument: _clawray_v1_UpdateJobRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
+  UpdateJob(argument: _clawray_v1_UpdateJobRequest, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
+  updateJob(argument: _clawray_v1_UpdateJobRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
+  updateJob(argument: _clawray_v1_UpdateJobRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
+  updateJob(argument: _clawray_v1_UpdateJobRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
+  updateJob(argument: _clawray_v1_UpdateJobRequest, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
+  
+  UploadPackage(metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_PackageRef__Output>): grpc.ClientWritableStream<_clawray_v1_PackageChunk>;
+  UploadPackage(metadata: grpc.Metadata, callback: grpc.requestCallback<_clawray_v1_PackageRef__Output>): grpc.ClientWritableStream<_clawray_v1_PackageChunk>;
+  UploadPackage(options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_PackageRef__Output>): grpc.ClientWritableStream<_clawray_v1_PackageChunk>;
+  UploadPackage(callback: grpc.requestCallback<_clawray_v1_PackageRef__Output>): grpc.ClientWritableStream<_clawray_v1_PackageChunk>;
+  uploadPackage(metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_PackageRef__Output>): grpc.ClientWritableStream<_clawray_v1_PackageChunk>;
+  uploadPackage(metadata: grpc.Metadata, callback: grpc.requestCallback<_clawray_v1_PackageRef__Output>): grpc.ClientWritableStream<_clawray_v1_PackageChunk>;
+  uploadPackage(options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_PackageRef__Output>): grpc.ClientWritableStream<_clawray_v1_PackageChunk>;
+  uploadPackage(callback: grpc.requestCallback<_clawray_v1_PackageRef__Output>): grpc.ClientWritableStream<_clawray_v1_PackageChunk>;
+  
 }
 
 export interface HeadServiceHandlers extends grpc.UntypedServiceImplementation {
@@ -147,19 +232,29 @@ export interface HeadServiceHandlers extends grpc.UntypedServiceImplementation {
   
   CreatePlacementGroup: grpc.handleUnaryCall<_clawray_v1_CreatePlacementGroupRequest__Output, _clawray_v1_PlacementGroupInfo>;
   
+  DeleteJob: grpc.handleUnaryCall<_clawray_v1_JobRef__Output, _clawray_v1_Empty>;
+  
+  DownloadPackage: grpc.handleServerStreamingCall<_clawray_v1_PackageRef__Output, _clawray_v1_PackageChunk>;
+  
   DrainNode: grpc.handleUnaryCall<_clawray_v1_DrainNodeRequest__Output, _clawray_v1_Empty>;
   
   GetActor: grpc.handleUnaryCall<_clawray_v1_GetActorRequest__Output, _clawray_v1_ActorInfo>;
   
   GetClusterStatus: grpc.handleUnaryCall<_clawray_v1_Empty__Output, _clawray_v1_ClusterStatus>;
   
+  GetJob: grpc.handleUnaryCall<_clawray_v1_JobRef__Output, _clawray_v1_JobInfo>;
+  
   GetPlacementGroup: grpc.handleUnaryCall<_clawray_v1_GetPlacementGroupRequest__Output, _clawray_v1_PlacementGroupInfo>;
+  
+  HasPackage: grpc.handleUnaryCall<_clawray_v1_PackageRef__Output, _clawray_v1_HasPackageReply>;
   
   Heartbeat: grpc.handleUnaryCall<_clawray_v1_HeartbeatRequest__Output, _clawray_v1_HeartbeatReply>;
   
   KillActor: grpc.handleUnaryCall<_clawray_v1_KillActorRequest__Output, _clawray_v1_Empty>;
   
   ListActors: grpc.handleUnaryCall<_clawray_v1_ListActorsRequest__Output, _clawray_v1_ListActorsReply>;
+  
+  ListJobs: grpc.handleUnaryCall<_clawray_v1_Empty__Output, _clawray_v1_ListJobsReply>;
   
   ListPlacementGroups: grpc.handleUnaryCall<_clawray_v1_Empty__Output, _clawray_v1_ListPlacementGroupsReply>;
   
@@ -169,20 +264,37 @@ export interface HeadServiceHandlers extends grpc.UntypedServiceImplementation {
   
   ReportActorExit: grpc.handleUnaryCall<_clawray_v1_ReportActorExitRequest__Output, _clawray_v1_Empty>;
   
+  StopJob: grpc.handleUnaryCall<_clawray_v1_JobRef__Output, _clawray_v1_JobInfo>;
+  
+  SubmitJob: grpc.handleUnaryCall<_clawray_v1_SubmitJobRequest__Output, _clawray_v1_JobInfo>;
+  
+  UpdateJob: grpc.handleUnaryCall<_clawray_v1_UpdateJobRequest__Output, _clawray_v1_JobInfo>;
+  
+  UploadPackage: grpc.handleClientStreamingCall<_clawray_v1_PackageChunk__Output, _clawray_v1_PackageRef>;
+  
 }
 
 export interface HeadServiceDefinition extends grpc.ServiceDefinition {
   CreateActor: MethodDefinition<_clawray_v1_CreateActorRequest, _clawray_v1_ActorInfo, _clawray_v1_CreateActorRequest__Output, _clawray_v1_ActorInfo__Output>
   CreatePlacementGroup: MethodDefinition<_clawray_v1_CreatePlacementGroupRequest, _clawray_v1_PlacementGroupInfo, _clawray_v1_CreatePlacementGroupRequest__Output, _clawray_v1_PlacementGroupInfo__Output>
+  DeleteJob: MethodDefinition<_clawray_v1_JobRef, _clawray_v1_Empty, _clawray_v1_JobRef__Output, _clawray_v1_Empty__Output>
+  DownloadPackage: MethodDefinition<_clawray_v1_PackageRef, _clawray_v1_PackageChunk, _clawray_v1_PackageRef__Output, _clawray_v1_PackageChunk__Output>
   DrainNode: MethodDefinition<_clawray_v1_DrainNodeRequest, _clawray_v1_Empty, _clawray_v1_DrainNodeRequest__Output, _clawray_v1_Empty__Output>
   GetActor: MethodDefinition<_clawray_v1_GetActorRequest, _clawray_v1_ActorInfo, _clawray_v1_GetActorRequest__Output, _clawray_v1_ActorInfo__Output>
   GetClusterStatus: MethodDefinition<_clawray_v1_Empty, _clawray_v1_ClusterStatus, _clawray_v1_Empty__Output, _clawray_v1_ClusterStatus__Output>
+  GetJob: MethodDefinition<_clawray_v1_JobRef, _clawray_v1_JobInfo, _clawray_v1_JobRef__Output, _clawray_v1_JobInfo__Output>
   GetPlacementGroup: MethodDefinition<_clawray_v1_GetPlacementGroupRequest, _clawray_v1_PlacementGroupInfo, _clawray_v1_GetPlacementGroupRequest__Output, _clawray_v1_PlacementGroupInfo__Output>
+  HasPackage: MethodDefinition<_clawray_v1_PackageRef, _clawray_v1_HasPackageReply, _clawray_v1_PackageRef__Output, _clawray_v1_HasPackageReply__Output>
   Heartbeat: MethodDefinition<_clawray_v1_HeartbeatRequest, _clawray_v1_HeartbeatReply, _clawray_v1_HeartbeatRequest__Output, _clawray_v1_HeartbeatReply__Output>
   KillActor: MethodDefinition<_clawray_v1_KillActorRequest, _clawray_v1_Empty, _clawray_v1_KillActorRequest__Output, _clawray_v1_Empty__Output>
   ListActors: MethodDefinition<_clawray_v1_ListActorsRequest, _clawray_v1_ListActorsReply, _clawray_v1_ListActorsRequest__Output, _clawray_v1_ListActorsReply__Output>
+  ListJobs: MethodDefinition<_clawray_v1_Empty, _clawray_v1_ListJobsReply, _clawray_v1_Empty__Output, _clawray_v1_ListJobsReply__Output>
   ListPlacementGroups: MethodDefinition<_clawray_v1_Empty, _clawray_v1_ListPlacementGroupsReply, _clawray_v1_Empty__Output, _clawray_v1_ListPlacementGroupsReply__Output>
   RegisterNode: MethodDefinition<_clawray_v1_RegisterNodeRequest, _clawray_v1_RegisterNodeReply, _clawray_v1_RegisterNodeRequest__Output, _clawray_v1_RegisterNodeReply__Output>
   RemovePlacementGroup: MethodDefinition<_clawray_v1_RemovePlacementGroupRequest, _clawray_v1_Empty, _clawray_v1_RemovePlacementGroupRequest__Output, _clawray_v1_Empty__Output>
   ReportActorExit: MethodDefinition<_clawray_v1_ReportActorExitRequest, _clawray_v1_Empty, _clawray_v1_ReportActorExitRequest__Output, _clawray_v1_Empty__Output>
+  StopJob: MethodDefinition<_clawray_v1_JobRef, _clawray_v1_JobInfo, _clawray_v1_JobRef__Output, _clawray_v1_JobInfo__Output>
+  SubmitJob: MethodDefinition<_clawray_v1_SubmitJobRequest, _clawray_v1_JobInfo, _clawray_v1_SubmitJobRequest__Output, _clawray_v1_JobInfo__Output>
+  UpdateJob: MethodDefinition<_clawray_v1_UpdateJobRequest, _clawray_v1_JobInfo, _clawray_v1_UpdateJobRequest__Output, _clawray_v1_JobInfo__Output>
+  UploadPackage: MethodDefinition<_clawray_v1_PackageChunk, _clawray_v1_PackageRef, _clawray_v1_PackageChunk__Output, _clawray_v1_PackageRef__Output>
 }

@@ -1,0 +1,327 @@
+/** `clawray job submit|status|logs|stop|list|delete` (Ray Jobs semantics). */
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { Command } from 'commander';
+import { Cluster } from '../actors/runtime/cluster.js';
+import { requireClientToken } from '../common/auth.js';
+import { ConfigError } from '../common/errors.js';
+import { headFilePath } from '../common/home.js';
+import { silentLogger } from '../common/logger.js';
+import { SUPERVISOR_NAMESPACE, supervisorName } from '../head/job-manager.js';
+import { DEFAULT_MAX_PACKAGE_BYTES, packWorkingDir } from '../jobs/package/working-dir.js';
+import type { LogChunk } from '../jobs/supervisor/job-supervisor.js';
+import { JobsClient, type JobView, TERMINAL_STATUSES } from '../jobs/supervisor/jobs-client.js';
+import { int } from './cli-parse.js';
+import { table } from './table.js';
+
+/** Ray's limit; larger dirs are almost always a stray `.git`, `node_modules` or dataset. */
+const POLL_MS = 250;
+
+interface ConnOpts {
+  address?: string;
+  token?: string;
+}
+
+interface Conn {
+  jobs: JobsClient;
+  address: string;
+  token: string;
+  sdk(): Promise<Cluster>;
+  close(): Promise<void>;
+}
+
+/** --address, CLAWRAY_ADDRESS, then the local head file; undefined when there is none. */
+function findAddress(flag?: string): string | undefined {
+  if (flag) return flag;
+  if (process.env.CLAWRAY_ADDRESS) return process.env.CLAWRAY_ADDRESS;
+  const file = headFilePath();
+  if (!existsSync(file)) return undefined;
+  try {
+    return (JSON.parse(readFileSync(file, 'utf8')) as { address?: string }).address || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function open(address: string, token: string, onClose?: () => Promise<void>): Conn {
+  const jobs = new JobsClient(address, token);
+  let cluster: Promise<Cluster> | undefined;
+  return {
+    jobs,
+    address,
+    token,
+    sdk: () => {
+      cluster ??= Cluster.connect({ address, token, headRetryMs: 0 });
+      return cluster;
+    },
+    close: async () => {
+      jobs.close();
+      if (cluster) await (await cluster.catch(() => undefined))?.close();
+      await onClose?.();
+    },
+  };
+}
+
+async function connectTo(opts: ConnOpts, allowLocal = false): Promise<Conn> {
+  const address = findAddress(opts.address);
+  if (address) return open(address, requireClientToken(opts.token).token);
+  if (!allowLocal) {
+    throw new ConfigError(
+      'no cluster address: pass --address HOST:PORT, set CLAWRAY_ADDRESS, or start a head on this machine (clawray head start)',
+    );
+  }
+  process.stderr.write('clawray: no cluster address; starting a local cluster for this job\n');
+  const { LocalCluster } = await import('../local/local-cluster.js');
+  const local = await LocalCluster.start({
+    workers: 1,
+    logger: process.env.CLAWRAY_LOG_LEVEL ? undefined : silentLogger,
+  });
+  return open(local.address, local.token, () => local.stop());
+}
+
+async function withConn<T>(opts: ConnOpts, fn: (c: Conn) => Promise<T>): Promise<T> {
+  const conn = await connectTo(opts);
+  try {
+    return await fn(conn);
+  } finally {
+    await conn.close();
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function readLogs(conn: Conn, submissionId: string, offset: number): Promise<LogChunk> {
+  const cluster = await conn.sdk();
+  const supervisor = await cluster.getActor(supervisorName(submissionId), {
+    namespace: SUPERVISOR_NAMESPACE,
+  });
+  return (await supervisor.call('logs', offset)) as LogChunk;
+}
+
+/**
+ * Writes the job's output to stdout from the start; with `follow`, until the job has ended.
+ * Resolves with the job as the head has it at the end.
+ */
+async function streamLogs(conn: Conn, submissionId: string, follow: boolean): Promise<JobView> {
+  let job = await conn.jobs.get(submissionId);
+  while (follow && job.status === 'PENDING') {
+    await sleep(POLL_MS);
+    job = await conn.jobs.get(submissionId);
+  }
+  let offset = 0;
+  for (;;) {
+    let chunk: LogChunk;
+    try {
+      chunk = await readLogs(conn, submissionId, offset);
+    } catch (err) {
+      // The supervisor is gone (its node died, or the job never started): the status says why.
+      job = await conn.jobs.get(submissionId);
+      if (offset === 0 && !TERMINAL_STATUSES.has(job.status)) throw err;
+      if (offset === 0)
+        process.stderr.write(`clawray: the job's logs are not available: ${(err as Error).message}\n`);
+      break;
+    }
+    if (chunk.text) process.stdout.write(chunk.text);
+    const advanced = chunk.nextOffset > offset;
+    offset = chunk.nextOffset;
+    if (chunk.done || (!follow && !advanced)) break;
+    if (!advanced) await sleep(POLL_MS);
+  }
+  job = await conn.jobs.get(submissionId);
+  // The supervisor reports the final status just after the last output is readable.
+  for (let i = 0; follow && !TERMINAL_STATUSES.has(job.status) && i < 40; i++) {
+    await sleep(POLL_MS);
+    job = await conn.jobs.get(submissionId);
+  }
+  return job;
+}
+
+const time = (ms?: number) => (ms ? new Date(ms).toISOString().replace('T', ' ').slice(0, 19) : '');
+
+function describe(job: JobView): string {
+  const lines = [
+    `submission id: ${job.submissionId}`,
+    `status:        ${job.status}`,
+    `message:       ${job.message}`,
+    `entrypoint:    ${job.entrypoint}`,
+    `created:       ${time(job.createdAtMs)}`,
+  ];
+  if (job.startedAtMs) lines.push(`started:       ${time(job.startedAtMs)}`);
+  if (job.endedAtMs) lines.push(`ended:         ${time(job.endedAtMs)}`);
+  if (job.exitCode !== undefined) lines.push(`exit code:     ${job.exitCode}`);
+  if (job.workingDirHash) lines.push(`working dir:   ${job.workingDirHash}`);
+  return lines.join('\n');
+}
+
+function summary(job: JobView): string {
+  return JSON.stringify({
+    submissionId: job.submissionId,
+    status: job.status,
+    exitCode: job.exitCode ?? null,
+    message: job.message,
+    startedAtMs: job.startedAtMs ?? null,
+    endedAtMs: job.endedAtMs ?? null,
+  });
+}
+
+function metadataFrom(value: string): Record<string, string> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    throw new ConfigError(`--metadata-json expects a JSON object of strings, got '${value}'`);
+  }
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new ConfigError(`--metadata-json expects a JSON object of strings, got '${value}'`);
+  }
+  return Object.fromEntries(Object.entries(parsed).map(([k, v]) => [k, String(v)]));
+}
+
+async function uploadWorkingDir(conn: Conn, dir: string, limitMb: number): Promise<string> {
+  const path = resolve(dir);
+  if (!existsSync(path) || !statSync(path).isDirectory()) {
+    throw new ConfigError(`--working-dir ${dir}: not a directory`);
+  }
+  const pkg = await packWorkingDir(path, {
+    maxBytes: limitMb * 1024 * 1024,
+    limitHint: `--working-dir-limit-mb ${limitMb * 2}`,
+  });
+  const sent = await conn.jobs.uploadPackage(pkg.hash, pkg.bytes);
+  process.stderr.write(
+    `clawray: working dir ${dir}: ${pkg.files} files, ${pkg.sizeBytes} bytes${sent ? ' uploaded' : ' (already on the cluster)'}\n`,
+  );
+  return pkg.hash;
+}
+
+interface SubmitOpts extends ConnOpts {
+  workingDir?: string;
+  workingDirLimitMb: number;
+  submissionId?: string;
+  wait: boolean;
+  json?: boolean;
+  metadataJson?: string;
+}
+
+export function registerJobCommands(program: Command): void {
+  const job = program.command('job').description('submit and manage jobs (an entrypoint run on the cluster)');
+  const conn = (c: Command) =>
+    c
+      .option('--address <host:port>', 'head address (default: CLAWRAY_ADDRESS or the local head)')
+      .option('--token <token>', 'cluster token (default: CLAWRAY_TOKEN or the local token file)');
+
+  conn(
+    job
+      .command('submit')
+      .description(
+        'run ENTRYPOINT on the cluster and follow its logs; with no cluster address, on a local cluster',
+      )
+      .argument('<entrypoint...>', 'the command, after --')
+      .option('--working-dir <dir>', 'upload this directory and run the entrypoint in it')
+      .option(
+        '--working-dir-limit-mb <n>',
+        'refuse a working directory larger than this, compressed',
+        int('--working-dir-limit-mb'),
+        DEFAULT_MAX_PACKAGE_BYTES / (1024 * 1024),
+      )
+      .option('--submission-id <id>', 'the job id (default: a generated job-…)')
+      .option('--metadata-json <json>', 'metadata to record with the job')
+      .option('--no-wait', 'return once the job is submitted')
+      .option('--json', 'end with one JSON line: {submissionId, status, exitCode, …}'),
+  ).action(async (entrypoint: string[], opts: SubmitOpts) => {
+    const c = await connectTo(opts, true);
+    let code = 0;
+    try {
+      const workingDirHash = opts.workingDir
+        ? await uploadWorkingDir(c, opts.workingDir, opts.workingDirLimitMb)
+        : '';
+      let submitted = await c.jobs.submit({
+        submissionId: opts.submissionId ?? '',
+        entrypoint: entrypoint.join(' '),
+        workingDirHash,
+        metadata: opts.metadataJson ? metadataFrom(opts.metadataJson) : {},
+      });
+      process.stderr.write(`clawray: job '${submitted.submissionId}' submitted\n`);
+      if (opts.wait) {
+        submitted = await streamLogs(c, submitted.submissionId, true);
+        process.stderr.write(
+          `clawray: job '${submitted.submissionId}' ${submitted.status}: ${submitted.message}\n`,
+        );
+        if (submitted.status !== 'SUCCEEDED') code = 1;
+      }
+      if (opts.json) process.stdout.write(`${summary(submitted)}\n`);
+      else if (!opts.wait) process.stdout.write(`${submitted.submissionId}\n`);
+    } finally {
+      await c.close();
+    }
+    process.exit(code);
+  });
+
+  conn(
+    job
+      .command('status')
+      .description("show a job's status")
+      .argument('<submission-id>')
+      .option('--json', 'print JSON'),
+  ).action(async (id: string, opts: ConnOpts & { json?: boolean }) => {
+    const j = await withConn(opts, (c) => c.jobs.get(id));
+    process.stdout.write(opts.json ? `${JSON.stringify(j, null, 2)}\n` : `${describe(j)}\n`);
+  });
+
+  conn(
+    job
+      .command('logs')
+      .description("print a job's output")
+      .argument('<submission-id>')
+      .option('-f, --follow', 'keep printing until the job ends'),
+  ).action(async (id: string, opts: ConnOpts & { follow?: boolean }) => {
+    await withConn(opts, (c) => streamLogs(c, id, Boolean(opts.follow)));
+  });
+
+  conn(
+    job
+      .command('stop')
+      .description('stop a job: SIGTERM to its process group, SIGKILL after a grace period')
+      .argument('<submission-id>')
+      .option('--no-wait', 'return without waiting for the job to end'),
+  ).action(async (id: string, opts: ConnOpts & { wait: boolean }) => {
+    const j = await withConn(opts, async (c) => {
+      let current = await c.jobs.stop(id);
+      while (opts.wait && !TERMINAL_STATUSES.has(current.status)) {
+        await sleep(POLL_MS);
+        current = await c.jobs.get(id);
+      }
+      return current;
+    });
+    process.stdout.write(`job '${j.submissionId}' ${j.status}: ${j.message}\n`);
+  });
+
+  conn(job.command('list').description('list jobs').option('--json', 'print JSON')).action(
+    async (opts: ConnOpts & { json?: boolean }) => {
+      const jobs = await withConn(opts, (c) => c.jobs.list());
+      if (opts.json) {
+        process.stdout.write(`${JSON.stringify(jobs, null, 2)}\n`);
+        return;
+      }
+      process.stdout.write(
+        `${table(
+          ['SUBMISSION ID', 'STATUS', 'EXIT', 'STARTED', 'ENDED', 'ENTRYPOINT'],
+          jobs.map((j) => [
+            j.submissionId,
+            j.status,
+            j.exitCode === undefined ? '' : String(j.exitCode),
+            time(j.startedAtMs),
+            time(j.endedAtMs),
+            j.entrypoint.length > 60 ? `${j.entrypoint.slice(0, 57)}...` : j.entrypoint,
+          ]),
+        )}\n`,
+      );
+    },
+  );
+
+  conn(job.command('delete').description('delete a finished job').argument('<submission-id>')).action(
+    async (id: string, opts: ConnOpts) => {
+      await withConn(opts, (c) => c.jobs.delete(id));
+      process.stdout.write(`job '${id}' deleted\n`);
+    },
+  );
+}

@@ -1,0 +1,134 @@
+/**
+ * The HeadService methods for jobs and working-dir packages. Packages live in the cluster
+ * store so a supervisor on any node (and a head restarted on Redis) can fetch them; they are
+ * split into ≤ 1 MiB records because a store value is one JSON string.
+ */
+import type * as grpc from '@grpc/grpc-js';
+import { unauthenticated } from '../common/auth.js';
+import { ConfigError, NotFoundError } from '../common/errors.js';
+import { isAuthorized, type ServerGuard, unary } from '../common/grpc-server.js';
+import { toServiceError } from '../common/wire-status.js';
+import type { JobRef__Output } from '../proto/generated/clawray/v1/JobRef.js';
+import type { PackageChunk, PackageChunk__Output } from '../proto/generated/clawray/v1/PackageChunk.js';
+import type { PackageRef, PackageRef__Output } from '../proto/generated/clawray/v1/PackageRef.js';
+import type { SubmitJobRequest__Output } from '../proto/generated/clawray/v1/SubmitJobRequest.js';
+import type { UpdateJobRequest__Output } from '../proto/generated/clawray/v1/UpdateJobRequest.js';
+import { type JobManager, jobInfo } from './job-manager.js';
+import type { ClusterStore } from './store/types.js';
+
+export const PACKAGE_CHUNK_BYTES = 1024 * 1024;
+/** Uploads above this are refused before they fill the head's memory. */
+export const MAX_PACKAGE_BYTES = 512 * 1024 * 1024;
+
+interface PackageManifest {
+  sizeBytes: number;
+  chunks: number;
+  createdAtMs: number;
+}
+
+const HASH = /^[A-Za-z0-9._:-]{8,200}$/;
+
+function checkHash(hash: string): string {
+  if (!HASH.test(hash)) throw new ConfigError(`invalid package hash ${JSON.stringify(hash)}`);
+  return hash;
+}
+
+export function jobHandlers(
+  guard: ServerGuard,
+  jobs: JobManager,
+  store: ClusterStore,
+): grpc.UntypedServiceImplementation {
+  const h = <Req, Res>(name: string, fn: (req: Req) => Promise<Res>) => unary<Req, Res>(guard, name, fn);
+  return {
+    SubmitJob: h('SubmitJob', async (req: SubmitJobRequest__Output) => jobInfo(await jobs.submit(req))),
+    GetJob: h('GetJob', async (req: JobRef__Output) => jobInfo(jobs.get(req.submissionId))),
+    ListJobs: h('ListJobs', async () => ({ jobs: jobs.list().map(jobInfo) })),
+    StopJob: h('StopJob', async (req: JobRef__Output) => jobInfo(await jobs.stop(req.submissionId))),
+    DeleteJob: h('DeleteJob', async (req: JobRef__Output) => {
+      await jobs.delete(req.submissionId);
+      return {};
+    }),
+    UpdateJob: h('UpdateJob', async (req: UpdateJobRequest__Output) => jobInfo(await jobs.update(req))),
+    HasPackage: h('HasPackage', async (req: PackageRef__Output) => ({
+      exists: Boolean(await store.get('packages', checkHash(req.hash))),
+    })),
+    UploadPackage: (
+      call: grpc.ServerReadableStream<PackageChunk__Output, PackageRef>,
+      callback: grpc.sendUnaryData<PackageRef>,
+    ) => {
+      if (!isAuthorized(guard, call.metadata)) {
+        callback(toServiceError(unauthenticated(guard.serverName())));
+        return;
+      }
+      receivePackage(call, store).then(
+        (ref) => callback(null, ref),
+        (err: unknown) => callback(toServiceError(err)),
+      );
+    },
+    DownloadPackage: (call: grpc.ServerWritableStream<PackageRef__Output, PackageChunk>) => {
+      if (!isAuthorized(guard, call.metadata)) {
+        call.destroy(toServiceError(unauthenticated(guard.serverName())) as Error);
+        return;
+      }
+      sendPackage(call, store).then(
+        () => call.end(),
+        (err: unknown) => call.destroy(toServiceError(err) as Error),
+      );
+    },
+  };
+}
+
+async function receivePackage(
+  call: grpc.ServerReadableStream<PackageChunk__Output, PackageRef>,
+  store: ClusterStore,
+): Promise<PackageRef> {
+  let hash = '';
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for await (const chunk of call as AsyncIterable<PackageChunk__Output>) {
+    if (!hash) hash = checkHash(chunk.hash);
+    else if (chunk.hash !== hash) throw new ConfigError('one upload carried chunks of two packages');
+    if (chunk.data.length > PACKAGE_CHUNK_BYTES) {
+      throw new ConfigError(`package chunks must be ≤ ${PACKAGE_CHUNK_BYTES} bytes`);
+    }
+    total += chunk.data.length;
+    if (total > MAX_PACKAGE_BYTES) {
+      throw new ConfigError(`the package is larger than the head accepts (${MAX_PACKAGE_BYTES} bytes)`);
+    }
+    chunks.push(Buffer.from(chunk.data));
+  }
+  if (!hash) throw new ConfigError('an upload sent no chunks');
+  if (await store.get('packages', hash)) return { hash };
+  const manifest: PackageManifest = { sizeBytes: total, chunks: chunks.length, createdAtMs: Date.now() };
+  // Chunks before the manifest, in one atomic write: a reader that sees the manifest finds
+  // every chunk.
+  await store.apply([
+    ...chunks.map((c, i) => ({
+      op: 'put' as const,
+      table: 'packages' as const,
+      id: `${hash}/${i}`,
+      value: c.toString('base64'),
+    })),
+    { op: 'put', table: 'packages', id: hash, value: manifest },
+  ]);
+  return { hash };
+}
+
+async function sendPackage(
+  call: grpc.ServerWritableStream<PackageRef__Output, PackageChunk>,
+  store: ClusterStore,
+): Promise<void> {
+  const hash = checkHash(call.request.hash);
+  const manifest = await store.get<PackageManifest>('packages', hash);
+  if (!manifest) throw new NotFoundError(`no package ${hash} in the cluster store`, { fields: { hash } });
+  for (let i = 0; i < manifest.chunks; i++) {
+    const data = await store.get<string>('packages', `${hash}/${i}`);
+    if (data === undefined) throw new NotFoundError(`package ${hash} is missing chunk ${i}`);
+    const ok = call.write({
+      hash,
+      data: Buffer.from(data, 'base64'),
+      sizeBytes: i === 0 ? manifest.sizeBytes : 0,
+    });
+    if (!ok) await new Promise((resolve) => call.once('drain', resolve));
+  }
+}

@@ -1,0 +1,10 @@
+// Original file: proto/head.proto
+
+
+export interface HasPackageReply {
+  'exists'?: (boolean);
+}
+
+export interface HasPackageReply__Output {
+  'exists': (boolean);
+}

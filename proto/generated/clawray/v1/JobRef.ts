@@ -1,0 +1,10 @@
+// Original file: proto/head.proto
+
+
+export interface JobRef {
+  'submissionId'?: (string);
+}
+
+export interface JobRef__Output {
+  'submissionId': (string);
+}

@@ -1,0 +1,16 @@
+// Original file: proto/head.proto
+
+
+export interface SubmitJobRequest {
+  'submissionId'?: (string);
+  'entrypoint'?: (string);
+  'workingDirHash'?: (string);
+  'metadata'?: ({[key: string]: string});
+}
+
+export interface SubmitJobRequest__Output {
+  'submissionId': (string);
+  'entrypoint': (string);
+  'workingDirHash': (string);
+  'metadata': ({[key: string]: string});
+}

@@ -1,0 +1,22 @@
+// Original file: proto/head.proto
+
+
+export interface UpdateJobRequest {
+  'submissionId'?: (string);
+  'status'?: (string);
+  'message'?: (string);
+  'hasExitCode'?: (boolean);
+  'exitCode'?: (number);
+  'pid'?: (number);
+  'nodeId'?: (string);
+}
+
+export interface UpdateJobRequest__Output {
+  'submissionId': (string);
+  'status': (string);
+  'message': (string);
+  'hasExitCode': (boolean);
+  'exitCode': (number);
+  'pid': (number);
+  'nodeId': (string);
+}
