@@ -5,11 +5,13 @@
  * nothing half-done, and the record and its supervisor can never disagree about who owns the
  * job. Statuses only move forward; a job whose supervisor dies before it ends is FAILED.
  */
+
 import { pathToFileURL } from 'node:url';
 import { Cluster } from '../actors/runtime/cluster.js';
 import { encodeArgs } from '../actors/runtime/codec.js';
 import { AlreadyExistsError, ConfigError, NotFoundError } from '../common/errors.js';
 import { newId } from '../common/ids.js';
+import { SUPERVISOR_NAMESPACE, type SupervisorConfig, supervisorName } from '../common/job-names.js';
 import type { Logger } from '../common/logger.js';
 import { distEntry } from '../common/package-root.js';
 import type { JobInfo } from '../proto/generated/clawray/v1/JobInfo.js';
@@ -26,10 +28,6 @@ export type JobStatus = (typeof JOB_STATUSES)[number];
 const RANK: Record<JobStatus, number> = { PENDING: 0, RUNNING: 1, STOPPED: 2, SUCCEEDED: 2, FAILED: 2 };
 
 export const isTerminal = (status: string): boolean => RANK[status as JobStatus] === 2;
-
-/** Named so clients can find a job's supervisor (for logs) without another RPC. */
-export const SUPERVISOR_NAMESPACE = '_clawray_jobs';
-export const supervisorName = (submissionId: string): string => `supervisor:${submissionId}`;
 
 export interface JobRecord {
   submissionId: string;
@@ -48,12 +46,6 @@ export interface JobRecord {
 }
 
 /** What the head hands the JobSupervisor's constructor. */
-export interface SupervisorConfig {
-  submissionId: string;
-  entrypoint: string;
-  workingDirHash: string;
-}
-
 const SUBMISSION_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
 export function jobInfo(r: JobRecord): JobInfo {

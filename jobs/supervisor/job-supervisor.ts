@@ -11,7 +11,7 @@ import { dirname, join } from 'node:path';
 import { ambientToken } from '../../actors/runtime/ambient.js';
 import { InternalError } from '../../common/errors.js';
 import { clawrayHome } from '../../common/home.js';
-import type { SupervisorConfig } from '../../head/job-manager.js';
+import type { SupervisorConfig } from '../../common/job-names.js';
 import { packageCacheRoot, unpackWorkingDir } from '../package/working-dir.js';
 import { JobsClient } from './jobs-client.js';
 
