@@ -31,6 +31,10 @@ const BENCHES: Record<string, { describe: string; run: Bench }> = {
     describe: 'environment steps/s per track (oracle episodes of the built-in suites) vs bare sandbox runs/s',
     run: async () => (await import('./envs-bench.js')).runEnvsBench(),
   },
+  pipeline: {
+    describe: 'samples/s of the same RL job (toolcall, tiny model) asynchronous vs synchronous',
+    run: async () => (await import('./pipeline-bench.js')).runPipelineBench(),
+  },
   buffer: {
     describe:
       'trajectory buffer appends/s and reads+acks/s, in memory and on Redis Streams, vs redis-benchmark XADD',

@@ -8,10 +8,12 @@ import { ConfigError } from '../common/errors.js';
 import { headFilePath } from '../common/home.js';
 import { SUPERVISOR_NAMESPACE, supervisorName } from '../common/job-names.js';
 import { silentLogger } from '../common/logger.js';
+import { loadManifest } from '../jobs/manifest/load.js';
 import { DEFAULT_MAX_PACKAGE_BYTES, packWorkingDir } from '../jobs/package/working-dir.js';
 import type { LogChunk } from '../jobs/supervisor/job-supervisor.js';
 import { JobsClient, type JobView, TERMINAL_STATUSES } from '../jobs/supervisor/jobs-client.js';
 import { int } from './cli-parse.js';
+import { isManifestPath, rljobSummaryLine, submitManifest } from './rljob-submit.js';
 import { table } from './table.js';
 
 /** Ray's limit; larger dirs are almost always a stray `.git`, `node_modules` or dataset. */
@@ -200,6 +202,8 @@ interface SubmitOpts extends ConnOpts {
   wait: boolean;
   json?: boolean;
   metadataJson?: string;
+  set: string[];
+  resume?: boolean;
 }
 
 export function registerJobCommands(program: Command): void {
@@ -215,7 +219,7 @@ export function registerJobCommands(program: Command): void {
       .description(
         'run ENTRYPOINT on the cluster and follow its logs; with no cluster address, on a local cluster',
       )
-      .argument('<entrypoint...>', 'the command, after --')
+      .argument('<manifest-or-entrypoint...>', 'an RLJob manifest (.yaml), or a command after --')
       .option('--working-dir <dir>', 'upload this directory and run the entrypoint in it')
       .option(
         '--working-dir-limit-mb <n>',
@@ -226,30 +230,69 @@ export function registerJobCommands(program: Command): void {
       .option('--submission-id <id>', 'the job id (default: a generated job-…)')
       .option('--metadata-json <json>', 'metadata to record with the job')
       .option('--no-wait', 'return once the job is submitted')
-      .option('--json', 'end with one JSON line: {submissionId, status, exitCode, …}'),
+      .option(
+        '--set <path=value>',
+        'manifest: override a field (YAML value), e.g. --set spec.train.steps=20; repeatable',
+        (v: string, all: string[]) => [...all, v],
+        [] as string[],
+      )
+      .option('--resume', 'manifest: resume from the newest checkpoint in spec.checkpoint.dir')
+      .option(
+        '--json',
+        'end with one JSON line: {submissionId, status, …} (manifests: steps, held-out success at start and end)',
+      ),
   ).action(async (entrypoint: string[], opts: SubmitOpts) => {
+    const manifest = isManifestPath(entrypoint) ? entrypoint[0] : undefined;
+    if (manifest && !existsSync(manifest)) throw new ConfigError(`${manifest}: no such manifest file`);
+    if (manifest) await loadManifest(manifest, { set: opts.set }); // fail fast, before any cluster starts
     const c = await connectTo(opts, true);
     let code = 0;
     try {
-      const workingDirHash = opts.workingDir
-        ? await uploadWorkingDir(c, opts.workingDir, opts.workingDirLimitMb)
-        : '';
-      let submitted = await c.jobs.submit({
-        submissionId: opts.submissionId ?? '',
-        entrypoint: entrypoint.join(' '),
-        workingDirHash,
-        metadata: opts.metadataJson ? metadataFrom(opts.metadataJson) : {},
-      });
-      process.stderr.write(`clawray: job '${submitted.submissionId}' submitted\n`);
-      if (opts.wait) {
-        submitted = await streamLogs(c, submitted.submissionId, true);
-        process.stderr.write(
-          `clawray: job '${submitted.submissionId}' ${submitted.status}: ${submitted.message}\n`,
+      if (manifest) {
+        const { job: done, summary } = await submitManifest(
+          {
+            ...c,
+            uploadWorkingDir: (dir, limitMb) => uploadWorkingDir(c, dir, limitMb),
+            streamLogs: (id) => streamLogs(c, id, true),
+          },
+          manifest,
+          {
+            set: opts.set,
+            resume: opts.resume,
+            workingDir: opts.workingDir,
+            workingDirLimitMb: opts.workingDirLimitMb,
+            submissionId: opts.submissionId,
+            metadata: opts.metadataJson ? metadataFrom(opts.metadataJson) : {},
+            wait: opts.wait,
+          },
         );
-        if (submitted.status !== 'SUCCEEDED') code = 1;
+        if (opts.wait) {
+          process.stderr.write(`clawray: job '${done.submissionId}' ${done.status}: ${done.message}\n`);
+          if (done.status !== 'SUCCEEDED') code = 1;
+        }
+        if (opts.json) process.stdout.write(`${rljobSummaryLine(done, summary)}\n`);
+        else if (!opts.wait) process.stdout.write(`${done.submissionId}\n`);
+      } else {
+        const workingDirHash = opts.workingDir
+          ? await uploadWorkingDir(c, opts.workingDir, opts.workingDirLimitMb)
+          : '';
+        let submitted = await c.jobs.submit({
+          submissionId: opts.submissionId ?? '',
+          entrypoint: entrypoint.join(' '),
+          workingDirHash,
+          metadata: opts.metadataJson ? metadataFrom(opts.metadataJson) : {},
+        });
+        process.stderr.write(`clawray: job '${submitted.submissionId}' submitted\n`);
+        if (opts.wait) {
+          submitted = await streamLogs(c, submitted.submissionId, true);
+          process.stderr.write(
+            `clawray: job '${submitted.submissionId}' ${submitted.status}: ${submitted.message}\n`,
+          );
+          if (submitted.status !== 'SUCCEEDED') code = 1;
+        }
+        if (opts.json) process.stdout.write(`${summary(submitted)}\n`);
+        else if (!opts.wait) process.stdout.write(`${submitted.submissionId}\n`);
       }
-      if (opts.json) process.stdout.write(`${summary(submitted)}\n`);
-      else if (!opts.wait) process.stdout.write(`${submitted.submissionId}\n`);
     } finally {
       await c.close();
     }

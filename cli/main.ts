@@ -6,6 +6,7 @@ import { Command, CommanderError } from 'commander';
 import { packageRoot } from '../common/package-root.js';
 import { EXIT_USAGE, exitOnError } from './cli-errors.js';
 import { registerEnvCommands } from './env-command.js';
+import { registerHealthCommand } from './health-command.js';
 import { registerJobCommands } from './job-commands.js';
 import { registerModelCommands } from './model-commands.js';
 import { registerSandboxCommand } from './sandbox-command.js';
@@ -31,6 +32,7 @@ registerServeCommand(program);
 registerSandboxCommand(program);
 registerEnvCommands(program);
 registerJobCommands(program);
+registerHealthCommand(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   if (err instanceof CommanderError) process.exit(err.exitCode === 0 ? 0 : EXIT_USAGE);

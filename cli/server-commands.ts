@@ -61,7 +61,11 @@ export function registerServerCommands(program: Command): void {
     .command('start')
     .description('start a node agent that runs actors for the head, in the foreground')
     .requiredOption('--head <host:port>', 'head address')
-    .option('--gpus <n>', 'declare N GPUs (0..N-1) instead of asking nvidia-smi', int('--gpus'))
+    .option(
+      '--gpus <n>',
+      'declare N GPUs (0..N-1), also as CLAWRAY_GPUS (default: the container allocation, else nvidia-smi)',
+      int('--gpus'),
+    )
     .option('--gpu-ids <ids>', 'declare exactly these GPU ids, e.g. 0,1', intList('--gpu-ids'))
     .option('--cpus <n>', 'CPUs offered to actors (default: all cores)', num('--cpus'))
     .option('--memory-mb <n>', 'memory offered to actors (default: 70% of RAM)', num('--memory-mb'))
@@ -78,6 +82,11 @@ export function registerServerCommands(program: Command): void {
     .option('--pool-size <n>', 'pre-started actor processes kept warm', int('--pool-size'), 2)
     .option('--metrics-port <port>', 'serve Prometheus /metrics on this port', int('--metrics-port'))
     .action(async (o) => {
+      // Flags beat CLAWRAY_GPUS, which beats what the worker would find by itself.
+      const gpusEnv = process.env.CLAWRAY_GPUS;
+      if (o.gpus === undefined && o.gpuIds === undefined && gpusEnv !== undefined && gpusEnv !== '') {
+        o.gpus = int('CLAWRAY_GPUS')(gpusEnv);
+      }
       if (o.gpus !== undefined && o.gpuIds !== undefined) {
         throw new (await import('../common/errors.js')).ConfigError(
           'give either --gpus or --gpu-ids, not both',
@@ -102,7 +111,7 @@ export function registerServerCommands(program: Command): void {
         createLogger({ component: 'worker' }),
       );
       process.stdout.write(
-        `clawray worker ${agent.nodeId} listening on ${agent.address} (GPUs: ${agent.gpuIdList.join(',') || 'none'}` +
+        `clawray worker ${agent.nodeId} listening on ${agent.address} (GPUs: ${agent.gpuIdList.join(',') || 'none'} from ${agent.gpuSource}` +
           `${agent.metricsPort ? `, metrics on :${agent.metricsPort}` : ''})\n`,
       );
       onShutdownSignal(() => agent.stop());

@@ -10,4 +10,6 @@ export interface SupervisorConfig {
   submissionId: string;
   entrypoint: string;
   workingDirHash: string;
+  /** An RLJob manifest run by the supervisor itself (the entrypoint is then only its label). */
+  manifest?: { text: string; file: string; set: string[] };
 }

@@ -2,6 +2,7 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { LATENCY_BUCKETS_S } from '../common/metrics.js';
 import type { ActorDirectory } from './actor-directory.js';
+import { JOB_STATUSES, type JobManager } from './job-manager.js';
 import type { NodeTable } from './node-table.js';
 import type { PlacementGroups } from './placement-groups.js';
 import type { Scheduler } from './scheduler/scheduler.js';
@@ -13,8 +14,25 @@ export interface HeadMetrics {
 
 export function headMetrics(
   registry: Registry,
-  read: () => { nodes: NodeTable; actors: ActorDirectory; groups: PlacementGroups; scheduler: Scheduler },
+  read: () => {
+    nodes: NodeTable;
+    actors: ActorDirectory;
+    groups: PlacementGroups;
+    scheduler: Scheduler;
+    jobs: JobManager;
+  },
 ): HeadMetrics {
+  new Gauge({
+    name: 'clawray_cluster_jobs',
+    help: 'Job records kept by the head, by status',
+    labelNames: ['status'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const status of JOB_STATUSES) this.set({ status }, 0);
+      for (const j of read().jobs.list()) this.inc({ status: j.status });
+    },
+  });
   new Gauge({
     name: 'clawray_cluster_nodes',
     help: 'Nodes known to the head, by state',

@@ -21,6 +21,7 @@ import {
   shutdownServer,
   unary,
 } from '../common/grpc-server.js';
+import { HEAD_READINESS_SERVICE, ServerHealth } from '../common/health.js';
 import { headFilePath } from '../common/home.js';
 import { createLogger, type Logger } from '../common/logger.js';
 import { rpcDurationHistogram } from '../common/metrics.js';
@@ -34,6 +35,7 @@ import { JobManager, type JobRecord } from './job-manager.js';
 import { jobHandlers } from './job-rpcs.js';
 import type { ActorRecord, NodeRecord, PlacementGroupRecord } from './model.js';
 import { NodeClients } from './node-clients.js';
+import { nodeLossCounter } from './node-loss-metrics.js';
 import { NodeTable } from './node-table.js';
 import { PendingQueue } from './pending-queue.js';
 import { PlacementGroups } from './placement-groups.js';
@@ -51,6 +53,7 @@ export class HeadServer {
   readonly tokenSource: string;
   readonly startedAtMs = Date.now();
   private readonly server = createServer();
+  private readonly health = new ServerHealth(this.server, HEAD_READINESS_SERVICE);
   private readonly options: ParsedHeadOptions;
   private readonly logger: Logger;
   private readonly store: ClusterStore;
@@ -86,9 +89,14 @@ export class HeadServer {
       actors: this.actors,
       groups: this.groups,
       scheduler: this.scheduler,
+      jobs: this.jobs,
     }));
+    const nodeLosses = nodeLossCounter(this.registry);
     this.nodes = new NodeTable(this.store, this.scheduler, this.logger, options.nodeTimeoutMs, {
-      onNodeLost: (nodeId, reason, preempted) => this.actors.onNodeLost(nodeId, reason, preempted),
+      onNodeLost: (nodeId, reason, preempted) => {
+        nodeLosses.inc({ cause: preempted ? 'drained' : 'heartbeat_timeout' });
+        return this.actors.onNodeLost(nodeId, reason, preempted);
+      },
       onBundlesLost: (ids) => this.groups.onNodeLost(ids),
       onCapacity: () => this.pending.kick(),
     });
@@ -172,6 +180,7 @@ export class HeadServer {
         { mode: 0o600 },
       );
     }
+    this.health.ready();
     this.logger.info(
       { address: this.address, store: this.store.kind, metricsPort: this.metricsPort },
       'head started',
@@ -274,6 +283,7 @@ export class HeadServer {
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
+    this.health.notReady();
     this.nodes.stop();
     await shutdownServer(this.server, 1000);
     await this.metricsEndpoint?.close();

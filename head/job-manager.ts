@@ -39,6 +39,7 @@ export interface JobRecord {
   endedAtMs?: number;
   workingDirHash?: string;
   metadata?: Record<string, string>;
+  manifest?: SupervisorConfig['manifest'];
   supervisorActorId: string;
   exitCode?: number;
   pid?: number;
@@ -134,6 +135,9 @@ export class JobManager {
       createdAtMs: Date.now(),
       workingDirHash: req.workingDirHash || undefined,
       metadata: Object.keys(req.metadata).length ? { ...req.metadata } : undefined,
+      manifest: req.manifest
+        ? { text: req.manifest, file: req.manifestFile || 'manifest.yaml', set: [...req.manifestSet] }
+        : undefined,
       supervisorActorId: newId('actor'),
     };
     this.jobs.set(submissionId, record);
@@ -142,6 +146,7 @@ export class JobManager {
       submissionId,
       entrypoint: record.entrypoint,
       workingDirHash: record.workingDirHash ?? '',
+      manifest: record.manifest,
     };
     // Placement may wait for a busy cluster; the job stays PENDING meanwhile. A supervisor
     // that never comes up ends in finalizeDead, which fails the job through onActorDead.

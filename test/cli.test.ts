@@ -77,6 +77,12 @@ describe('clawray CLI against a running cluster', () => {
       const badFlag = clawray(['worker', 'start', '--head', tc.head!.address, '--gpus', 'many'], tc.env);
       expect(badFlag.code).toBe(2);
       expect(badFlag.stderr).toContain("--gpus expects a whole number ≥ 0, got 'many'");
+      const badEnv = clawray(['worker', 'start', '--head', tc.head!.address], {
+        ...tc.env,
+        CLAWRAY_GPUS: 'lots',
+      });
+      expect(badEnv.code).toBe(2);
+      expect(badEnv.stderr).toContain("CLAWRAY_GPUS expects a whole number ≥ 0, got 'lots'");
       const workerBadToken = clawray(
         ['worker', 'start', '--head', tc.head!.address, '--token', 'nope', '--gpus', '0'],
         {

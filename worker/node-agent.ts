@@ -19,12 +19,14 @@ import {
   shutdownServer,
   unary,
 } from '../common/grpc-server.js';
+import { ServerHealth, WORKER_READINESS_SERVICE } from '../common/health.js';
 import { createLogger, type Logger } from '../common/logger.js';
 import { rpcDurationHistogram } from '../common/metrics.js';
 import { type MetricsEndpoint, serveMetrics } from '../common/metrics-server.js';
 import { protos } from '../proto/loader.js';
 import type * as m from '../proto/messages.js';
 import type { ActorSpec__Output } from '../proto/messages.js';
+import { containerGpus } from './gpu-allocation.js';
 import { discoverGpus } from './gpu-discovery.js';
 import { HostPool } from './host-pool.js';
 import type { HostExit, HostProcess } from './host-process.js';
@@ -51,10 +53,12 @@ export class NodeAgent {
   private logger: Logger;
   private readonly head: HeadClient;
   private readonly server = createServer();
+  private readonly health = new ServerHealth(this.server, WORKER_READINESS_SERVICE);
   private readonly pool: HostPool;
   private readonly actors = new Map<string, RunningActor>();
   private readonly starting = new Map<string, Promise<m.StartActorReply>>();
   private gpuIds: number[] = [];
+  private gpuFrom = '';
   private heartbeatIntervalMs = 500;
   private heartbeatTimer?: NodeJS.Timeout;
   private needRegister = true;
@@ -112,15 +116,18 @@ export class NodeAgent {
     return [...this.gpuIds];
   }
 
+  /** Where the GPU list came from: a flag, the container's allocation or nvidia-smi. */
+  get gpuSource(): string {
+    return this.gpuFrom;
+  }
+
   get actorCount(): number {
     return this.actors.size;
   }
 
   private async listen(): Promise<void> {
     const o = this.options;
-    if (o.gpuIds) this.gpuIds = [...o.gpuIds].sort((a, b) => a - b);
-    else if (o.gpus !== undefined) this.gpuIds = Array.from({ length: o.gpus }, (_, i) => i);
-    else this.gpuIds = (await discoverGpus()).map((g) => g.index);
+    await this.findGpus();
 
     const guard: ServerGuard = {
       token: o.token,
@@ -149,7 +156,29 @@ export class NodeAgent {
       this.metricsPort = this.metricsEndpoint.port;
     }
     await this.registerUntilDone();
+    this.health.ready();
     this.scheduleHeartbeat();
+  }
+
+  /** Declared GPUs win; then the container's allocation (Kubernetes); then nvidia-smi. */
+  private async findGpus(): Promise<void> {
+    const o = this.options;
+    if (o.gpuIds) {
+      this.gpuIds = [...o.gpuIds].sort((a, b) => a - b);
+      this.gpuFrom = 'declared';
+    } else if (o.gpus !== undefined) {
+      this.gpuIds = Array.from({ length: o.gpus }, (_, i) => i);
+      this.gpuFrom = 'declared';
+    } else {
+      const allocated = containerGpus();
+      if (allocated) {
+        this.gpuIds = allocated.ids;
+        this.gpuFrom = allocated.source;
+      } else {
+        this.gpuIds = (await discoverGpus()).map((g) => g.index);
+        this.gpuFrom = 'nvidia-smi';
+      }
+    }
   }
 
   /** Waits until the warm pool is full. */
@@ -199,7 +228,10 @@ export class NodeAgent {
     while (!this.stopped) {
       try {
         await this.register();
-        this.logger.info({ address: this.address, gpuIds: this.gpuIds }, 'registered with the head');
+        this.logger.info(
+          { address: this.address, gpuIds: this.gpuIds, gpuSource: this.gpuFrom },
+          'registered with the head',
+        );
         return;
       } catch (err) {
         if (!(err instanceof UnavailableError)) throw err;
@@ -383,6 +415,7 @@ export class NodeAgent {
     if (this.stopped) return;
     const graceful = options.graceful ?? true;
     this.draining = true;
+    this.health.notReady();
     clearTimeout(this.heartbeatTimer);
     const reason = 'worker shutting down';
     if (this.nodeId)

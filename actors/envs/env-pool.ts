@@ -18,6 +18,7 @@ import { randomUUID } from 'node:crypto';
 import { Counter, Gauge, Histogram, type Registry, register } from 'prom-client';
 import { z } from 'zod';
 import { ClawrayError, ConfigError, NotFoundError } from '../../common/errors.js';
+import { loadPluginFunction } from '../../common/plugin-module.js';
 import type { Action, Environment, Evaluation, Observation, StepResult } from './environment.js';
 import { describeIssues } from './jsonl-records.js';
 import { TRACK_NAMES, type Track, type TrackTask } from './track.js';
@@ -31,6 +32,11 @@ const optionsSchema = z.strictObject({
   split: z.enum(['train', 'heldout', 'all']).default('all'),
   seed: z.number().int().default(0),
   settings: z.record(z.string(), z.unknown()).default({}),
+  /**
+   * A module (absolute path, optionally `#export`) whose function replaces the track's
+   * `createEnvironment(tasks, options)`: a custom environment over the track's tasks.
+   */
+  environmentModule: z.string().min(1).optional(),
   leaseTtlMs: z.number().int().positive().default(60_000),
   /** How long `allocate` waits for a free environment before PoolExhaustedError. */
   allocateTimeoutMs: z.number().int().nonnegative().default(30_000),
@@ -151,9 +157,17 @@ export class EnvPool {
     this.options = parsed.data;
     this.slots = Array.from({ length: this.options.parallel }, () => ({}));
     this.metrics = poolMetrics(registry);
-    const { track: trackName, tasks: source } = parsed.data;
+    const { track: trackName, tasks: source, environmentModule } = parsed.data;
     this.loading = (async () => {
-      const track = await loadTrack(trackName);
+      let track = await loadTrack(trackName);
+      if (environmentModule) {
+        const createEnvironment = await loadPluginFunction<Track['createEnvironment']>(
+          environmentModule,
+          '/',
+          'environment',
+        );
+        track = { ...track, createEnvironment };
+      }
       return { track, tasks: await loadTasks(track, source) };
     })();
     this.loading.catch(() => {

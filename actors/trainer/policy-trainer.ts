@@ -47,7 +47,35 @@ export interface PolicyTrainerOptions {
    * micro-batches before the one update. Default: the whole batch at once.
    */
   microBatchSize?: number;
+  /** Replaces the RL loss (PPO clip + KL + entropy) of `method: 'rl'` steps. */
+  customLoss?: CustomLoss;
 }
+
+export interface StepOptions {
+  /** The response-token count of the whole global batch (all shards). */
+  globalTokens?: number;
+  reduce?: GradientReducer;
+  /** This step's objective (an SFT warm start before RL); default the trainer's method. */
+  method?: 'rl' | 'sft';
+}
+
+/**
+ * A custom loss (manifest `plugins.loss`, like slime's `--custom-loss-function-path`): the SUM
+ * of the per-token loss over the masked response tokens; the trainer divides it by the global
+ * token count, differentiates it and reports it as the policy-gradient loss.
+ */
+export type CustomLoss = (input: {
+  /** [batch, len, vocab] logits of the policy being trained. */
+  logits: tf.Tensor3D;
+  /** [batch, len] logprob of each target token under the policy. */
+  logprobs: tf.Tensor2D;
+  oldLogprobs: tf.Tensor2D;
+  advantages: tf.Tensor2D;
+  refLogprobs: tf.Tensor2D;
+  /** 1 on response tokens, 0 elsewhere. */
+  mask: tf.Tensor2D;
+  tf: typeof tf;
+}) => tf.Scalar;
 
 export interface StepMetrics {
   step: number;
@@ -109,10 +137,8 @@ export class PolicyTrainer {
     return samples.reduce((n, s) => n + Math.max(0, s.tokenIds.length - s.responseStart), 0);
   }
 
-  async step(
-    samples: TrainSample[],
-    options: { globalTokens?: number; reduce?: GradientReducer } = {},
-  ): Promise<StepMetrics> {
+  async step(samples: TrainSample[], options: StepOptions = {}): Promise<StepMetrics> {
+    const method = options.method ?? this.options.method;
     if (samples.length === 0) throw new ConfigError('trainStep needs at least one sample');
     const globalTokens = options.globalTokens ?? PolicyTrainer.countTokens(samples);
     if (globalTokens <= 0) throw new ConfigError('the batch has no response tokens to train on');
@@ -123,7 +149,12 @@ export class PolicyTrainer {
     const totals = { loss: 0, pg: 0, kl: 0, entropy: 0, clipped: 0, diff: 0, tokens: 0 };
     for (let start = 0; start < samples.length; start += size) {
       const seed = ((this.options.seed ?? 0) * 100_003 + this.optimizer.stepsTaken) * 1_000 + start;
-      const part = await this.backward(this.layout(samples.slice(start, start + size)), globalTokens, seed);
+      const part = await this.backward(
+        this.layout(samples.slice(start, start + size), method),
+        globalTokens,
+        seed,
+        method,
+      );
       if (flat) for (let i = 0; i < flat.length; i++) flat[i] += part.flat[i];
       else flat = part.flat;
       totals.loss += part.loss;
@@ -160,14 +191,14 @@ export class PolicyTrainer {
   }
 
   /** Forward and backward of one micro-batch: its flat gradient and loss parts. */
-  private async backward(batch: Batch, globalTokens: number, dropoutSeed: number) {
+  private async backward(batch: Batch, globalTokens: number, dropoutSeed: number, method: 'rl' | 'sft') {
     const vars = [...this.decoder.trainableVariables.values()];
     let parts = { pgSum: 0, klSum: 0, entropySum: 0, clipFraction: 0, diffSum: 0 };
     const { value, grads } = tf.variableGrads(() => {
       const { logits } = this.decoder.forward({ inputIds: batch.inputIds, training: true, dropoutSeed });
       const logprobs = tokenLogprobs(logits, batch.targets);
       const mask = tf.tensor2d(batch.mask);
-      const { total, ...numbers } = this.tokenLoss(logits, logprobs, mask, batch);
+      const { total, ...numbers } = this.tokenLoss(logits, logprobs, mask, batch, method);
       parts = numbers;
       return tf.div(total, globalTokens) as tf.Scalar;
     }, vars);
@@ -182,16 +213,38 @@ export class PolicyTrainer {
   }
 
   /** The summed per-token loss of the batch (a scalar tensor) and its parts as numbers. */
-  private tokenLoss(logits: tf.Tensor3D, logprobs: tf.Tensor2D, mask: tf.Tensor2D, batch: Batch) {
+  private tokenLoss(
+    logits: tf.Tensor3D,
+    logprobs: tf.Tensor2D,
+    mask: tf.Tensor2D,
+    batch: Batch,
+    method: 'rl' | 'sft',
+  ) {
     const sum = (t: tf.Tensor) => tf.sum(tf.mul(t, mask));
     const entropy = sum(tokenEntropy(logits));
     const entropySum = entropy.dataSync()[0];
     const entropyCoef = this.options.entropyCoef ?? 0;
-    if (this.options.method === 'sft') {
+    if (method === 'sft') {
       const total = sum(tf.neg(logprobs));
       return { total, pgSum: total.dataSync()[0], klSum: 0, entropySum, clipFraction: 0, diffSum: 0 };
     }
     const old = tf.tensor2d(batch.oldLogprobs);
+    const diffOf = () => tf.sum(tf.mul(tf.abs(tf.sub(logprobs, old)), mask)).dataSync()[0];
+    if (this.options.customLoss) {
+      const total = this.options.customLoss({
+        logits,
+        logprobs,
+        oldLogprobs: old,
+        advantages: tf.tensor2d(batch.advantages),
+        refLogprobs: tf.tensor2d(batch.refLogprobs),
+        mask,
+        tf,
+      });
+      if (!(total instanceof tf.Tensor) || total.rank !== 0) {
+        throw new ConfigError('the custom loss must return a scalar tensor (the summed token loss)');
+      }
+      return { total, pgSum: total.dataSync()[0], klSum: 0, entropySum, clipFraction: 0, diffSum: diffOf() };
+    }
     const [clipLow, clipHigh] = this.options.clip ?? [0.2, 0.28];
     const ppo = ppoClipLoss({
       logprobs,
@@ -211,12 +264,18 @@ export class PolicyTrainer {
       total = tf.add(total, tf.mul(kl, klCoef));
     }
     if (entropyCoef > 0) total = tf.sub(total, tf.mul(entropy, entropyCoef));
-    const diffSum = tf.sum(tf.mul(tf.abs(tf.sub(logprobs, old)), mask)).dataSync()[0];
-    return { total, pgSum, klSum, entropySum, clipFraction: ppo.clipFraction.dataSync()[0], diffSum };
+    return {
+      total,
+      pgSum,
+      klSum,
+      entropySum,
+      clipFraction: ppo.clipFraction.dataSync()[0],
+      diffSum: diffOf(),
+    };
   }
 
   /** Right-pads the samples into [batch, len − 1] grids: position t predicts token t + 1. */
-  private layout(samples: TrainSample[]): Batch {
+  private layout(samples: TrainSample[], method: 'rl' | 'sft'): Batch {
     const width = Math.max(...samples.map((s) => s.tokenIds.length)) - 1;
     const grid = () => samples.map(() => new Array<number>(width).fill(0));
     const batch: Batch = {
@@ -235,7 +294,7 @@ export class PolicyTrainer {
       if (s.responseStart < 1 || responseLength < 1) {
         throw new ConfigError(`sample ${b}: responseStart must be ≥ 1 and leave at least one response token`);
       }
-      if (this.options.method === 'rl') {
+      if (method === 'rl') {
         if (s.oldLogprobs?.length !== responseLength) {
           throw new ConfigError(
             `sample ${b}: oldLogprobs needs one value per response token (${responseLength})`,

@@ -36,9 +36,11 @@ export {
   topKReverseKlPerToken,
 } from './losses.js';
 export {
+  type CustomLoss,
   type GradientReducer,
   PolicyTrainer,
   type PolicyTrainerOptions,
   type StepMetrics,
+  type StepOptions,
   type TrainSample,
 } from './policy-trainer.js';

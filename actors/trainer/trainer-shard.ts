@@ -12,6 +12,7 @@
 import { createHash } from 'node:crypto';
 import * as tf from '@tensorflow/tfjs';
 import { Counter, Gauge, Histogram, register } from 'prom-client';
+import { loadPluginFunction } from '../../common/plugin-module.js';
 import { CollectiveMember } from '../collective/member.js';
 import { loadModelDir, type ModelDir } from '../models/model-dir.js';
 import { selectBackend, type TfjsBackendName } from '../models/tfjs-backend.js';
@@ -21,6 +22,7 @@ import { CheckpointManager } from './checkpoint.js';
 import { initLoraAdapters, type LoraConfig, loraScale, loraTargets } from './lora.js';
 import { canonicalOrder } from './optimizer.js';
 import {
+  type CustomLoss,
   PolicyTrainer,
   type PolicyTrainerOptions,
   type StepMetrics,
@@ -41,6 +43,8 @@ export interface TrainerShardOptions extends PolicyTrainerOptions {
   lora?: LoraConfig;
   /** Seeds the adapters' initialisation (the same on every rank). Default 0. */
   seed?: number;
+  /** Absolute path (optionally `#export`) of a module whose function is the RL loss (see CustomLoss). */
+  lossModule?: string;
 }
 
 export interface ShardInfo {
@@ -129,7 +133,10 @@ export class TrainerShard extends CollectiveMember {
       embedding: backend === 'wasm' ? 'onehot' : 'gather',
       lora: this.options.lora ? loraOption(model, this.options.lora, this.options.seed ?? 0) : undefined,
     });
-    const trainer = new PolicyTrainer(decoder, this.options);
+    const customLoss = this.options.lossModule
+      ? await loadPluginFunction<CustomLoss>(this.options.lossModule, '/', 'loss')
+      : undefined;
+    const trainer = new PolicyTrainer(decoder, { ...this.options, customLoss });
     const checkpoints = this.options.checkpointDir
       ? new CheckpointManager({ dir: this.options.checkpointDir, keepLast: this.options.keepLast ?? 3 })
       : undefined;
@@ -151,11 +158,15 @@ export class TrainerShard extends CollectiveMember {
    * One step on this shard's samples. `globalTokens` is the response-token count of the whole
    * global batch (all shards); with a collective group the gradients are summed over it.
    */
-  async trainStep(samples: TrainSample[], options: { globalTokens?: number } = {}): Promise<StepMetrics> {
+  async trainStep(
+    samples: TrainSample[],
+    options: { globalTokens?: number; method?: 'rl' | 'sft' } = {},
+  ): Promise<StepMetrics> {
     const { trainer } = await this.loading;
     const started = performance.now();
     const metrics = await trainer.step(samples, {
       globalTokens: options.globalTokens,
+      method: options.method,
       reduce: this.collective ? (flat) => this.allReduce(flat, 'sum') : undefined,
     });
     const m = this.metrics;

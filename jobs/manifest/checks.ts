@@ -40,20 +40,30 @@ export function crossFieldIssues(raw: RawManifest, m: RLJobManifest): FieldIssue
         `a live session's turn happens once; expected 1 on the personal track, got ${rollout.samplesPerPrompt}`,
       );
     }
-    if (m.spec.eval.everySteps > 0) {
-      add(['eval', 'everySteps'], 'the personal track has no task suite to evaluate on; expected 0');
+    if (m.spec.eval.everySteps > 0 && !rawSpec.user) {
+      add(
+        ['eval', 'everySteps'],
+        'live sessions have no held-out requests to evaluate on; expected 0, or add spec.user (a simulated user)',
+      );
     }
     if (rawSpec.train.warmup) {
       add(['train', 'warmup'], 'the personal track has no oracle traces for a warm start');
     }
-  } else if (rawSpec.serve) {
-    add(['serve'], 'only the personal track serves live sessions; remove spec.serve');
+  } else {
+    if (rawSpec.serve) add(['serve'], 'only the personal track serves live sessions; remove spec.serve');
+    if (rawSpec.user) add(['user'], 'only the personal track has a simulated user; remove spec.user');
   }
 
-  if (METHOD_DEFAULTS[method].needsLlmJudge && judge.backend !== 'llm') {
+  if (METHOD_DEFAULTS[method].needsLlmJudge && judge.backend !== 'llm' && judge.backend !== 'reaction') {
     add(
       ['judge', 'backend'],
-      `method ${method} needs hindsight hints, which only an llm judge writes; got ${judge.backend}`,
+      `method ${method} needs hindsight hints, which only an llm (or, with a simulated user, reaction) judge writes; got ${judge.backend}`,
+    );
+  }
+  if (judge.backend === 'reaction' && !(personal && rawSpec.user)) {
+    add(
+      ['judge', 'backend'],
+      "reaction reads a simulated user's reactions: it needs the personal track and spec.user",
     );
   }
   if (judge.backend === 'rule') {

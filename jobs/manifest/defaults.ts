@@ -14,7 +14,8 @@ export type ManifestTrack = (typeof MANIFEST_TRACKS)[number];
 export const METHODS = ['rl', 'opd', 'combine', 'sft'] as const;
 export type Method = (typeof METHODS)[number];
 
-export const JUDGE_BACKENDS = ['llm', 'onnx-prm', 'rule'] as const;
+/** `reaction`: the personal track's stand-in judge that reads the simulated user's reactions. */
+export const JUDGE_BACKENDS = ['llm', 'onnx-prm', 'rule', 'reaction'] as const;
 export type JudgeBackendName = (typeof JUDGE_BACKENDS)[number];
 
 export { RULES, type RuleName };
@@ -131,7 +132,7 @@ export function defaultJudgeBackend(track: ManifestTrack, method: Method): Judge
 }
 
 export function defaultJudgeVotes(backend: JudgeBackendName, method: Method): number {
-  return backend === 'rule' ? 1 : METHOD_DEFAULTS[method].modelJudgeVotes;
+  return backend === 'rule' || backend === 'reaction' ? 1 : METHOD_DEFAULTS[method].modelJudgeVotes;
 }
 
 export const defaultCheckpointDir = (jobName: string): string => `checkpoints/${jobName}`;

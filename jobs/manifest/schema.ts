@@ -144,6 +144,17 @@ const modelSchema = section(
     maxQueue: count(1)
       .default(1024)
       .describe('Requests waiting per rollout engine before new ones are refused'),
+    init: section({
+      preset: oneOf(['tiny', 'small'] as const).describe('Model size preset (as `clawray model init`)'),
+      seed: count(0).default(0).describe('Seed of the random weights'),
+    })
+      .optional()
+      .describe(
+        'When path holds no model: start from a random model of this preset (written once to the cluster data dir)',
+      ),
+    chatTemplate: text()
+      .optional()
+      .describe("A Jinja chat template file (relative to the working dir) used instead of the model's own"),
   },
   'a mapping like { path: ./models/tiny }',
 );
@@ -360,11 +371,23 @@ const checkpointSchema = section({
   dir: text()
     .optional()
     .describe(
-      `Checkpoint directory, relative to the working dir. Default ${defaultCheckpointDir('<metadata.name>')}`,
+      `Checkpoint directory; a relative path is under the cluster data dir ($CLAWRAY_HOME). Default ${defaultCheckpointDir('<metadata.name>')}`,
     ),
   everySteps: count(0).default(100).describe('Save every N steps (0 = only at the end)'),
   keep: count(1).default(3).describe('Checkpoints kept; older ones are deleted'),
-  resume: bool().default(true).describe('Resume from the newest checkpoint in dir when there is one'),
+  resume: bool()
+    .default(false)
+    .describe('Resume from the newest checkpoint in dir (`clawray job submit --resume` sets it)'),
+});
+
+const userSchema = section({
+  preference: text().describe(
+    "The simulated user's stable preference: signoff, prefix, lowercase, brackets or brief, optionally kind:param (signoff:-- ok, brief:5)",
+  ),
+  parallel: count(1).default(4).describe('Simulated users chatting at once'),
+  turnsPerSession: count(1).default(4).describe('Agent replies per session'),
+  seed: num({ int: true }).default(0).describe('Seeds requests and wording'),
+  evalSessions: count(1).default(16).describe('Held-out sessions per evaluation'),
 });
 
 const pluginsSchema = section({
@@ -378,7 +401,9 @@ const pluginsSchema = section({
 
 const serveSchema = section({
   host: text().default('127.0.0.1').describe('Address the OpenAI-compatible API binds'),
-  port: num({ int: true, min: 1, max: 65535 }).default(30000).describe('Port of the OpenAI-compatible API'),
+  port: num({ int: true, min: 0, max: 65535 })
+    .default(30000)
+    .describe('Port of the OpenAI-compatible API (0: any free port, logged at start)'),
   apiKeyEnv: text().optional().describe('Environment variable holding the Bearer key clients must send'),
 });
 
@@ -399,6 +424,11 @@ const specSchema = section({
   checkpoint: checkpointSchema.prefault({}).describe('Checkpoints and resume'),
   plugins: pluginsSchema.prefault({}).describe('Extension modules, like slime --custom-*-path'),
   serve: serveSchema.optional().describe('personal: the OpenAI-compatible API live sessions talk to'),
+  user: userSchema
+    .optional()
+    .describe(
+      'personal: a simulated user who chats through the API and reacts in the next message (runs offline); without it, sessions come from real clients',
+    ),
 });
 
 export const rljobSchema = section({

@@ -5,14 +5,18 @@
  * `logs()`. The head creates it and it reports its transitions back with UpdateJob.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readSync, statSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readSync, statSync, writeSync } from 'node:fs';
 import { constants } from 'node:os';
 import { dirname, join } from 'node:path';
 import { ambientToken } from '../../actors/runtime/ambient.js';
+import { Cluster } from '../../actors/runtime/cluster.js';
 import { InternalError } from '../../common/errors.js';
 import { clawrayHome } from '../../common/home.js';
 import type { SupervisorConfig } from '../../common/job-names.js';
+import { createLogger } from '../../common/logger.js';
+import { parseManifest } from '../manifest/load.js';
 import { packageCacheRoot, unpackWorkingDir } from '../package/working-dir.js';
+import type { PipelineProgress, PipelineSummary, RLPipeline } from '../pipeline/rl-pipeline.js';
 import { JobsClient } from './jobs-client.js';
 
 export type { SupervisorConfig };
@@ -52,6 +56,8 @@ export class JobSupervisor {
   private finished = false;
   private killTimer?: NodeJS.Timeout;
   private watchdog?: ChildProcess;
+  private pipeline?: RLPipeline;
+  private pipelineSummary?: PipelineSummary;
   /** Settles when the job has ended and its final status is with the head. */
   readonly done: Promise<void>;
 
@@ -67,6 +73,16 @@ export class JobSupervisor {
     this.done = this.run().catch((err: Error) =>
       this.finish('FAILED', `the job supervisor failed: ${err.message}`, undefined),
     );
+  }
+
+  /** An RLJob's live progress (null for an entrypoint job, or before the pipeline starts). */
+  async progress(): Promise<PipelineProgress | null> {
+    return this.pipeline?.progress() ?? null;
+  }
+
+  /** An RLJob's summary once it has ended (null until then, and for entrypoint jobs). */
+  async summary(): Promise<PipelineSummary | null> {
+    return this.pipelineSummary ?? null;
   }
 
   async logs(offset = 0): Promise<LogChunk> {
@@ -93,6 +109,8 @@ export class JobSupervisor {
   async stop(): Promise<{ stopping: boolean }> {
     if (this.finished) return { stopping: false };
     this.stopping = true;
+    // An RLJob stops gracefully: the step in progress finishes and is checkpointed.
+    this.pipeline?.requestStop();
     if (this.pgid) {
       signalGroup(this.pgid, 'SIGTERM');
       const pgid = this.pgid;
@@ -118,6 +136,10 @@ export class JobSupervisor {
     }
     if (this.stopping) {
       await this.finish('STOPPED', 'stopped before the entrypoint started', undefined);
+      return;
+    }
+    if (this.config.manifest) {
+      await this.runManifest(this.config.manifest, cwd);
       return;
     }
     const env: NodeJS.ProcessEnv = {
@@ -179,6 +201,50 @@ export class JobSupervisor {
     } else {
       const how = code !== null ? `exited with code ${code}` : `was killed by ${signal}`;
       await this.finish('FAILED', `the entrypoint ${how}`, exitCode(code, signal));
+    }
+  }
+
+  /** Runs the RLJob pipeline in this process, its log lines going to the job's log. */
+  private async runManifest(source: NonNullable<SupervisorConfig['manifest']>, workingDir: string) {
+    const out = openSync(this.logPath, 'w');
+    const log = (line: string) => writeSync(out, `${new Date().toISOString().slice(11, 19)} ${line}\n`);
+    const cluster = new Cluster({
+      address: this.client.address,
+      token: ambientToken() ?? process.env.CLAWRAY_TOKEN,
+      jobId: this.config.submissionId,
+    });
+    try {
+      const manifest = parseManifest(source.text, source.file, { set: source.set });
+      const { RLPipeline } = await import('../pipeline/rl-pipeline.js');
+      this.pipeline = new RLPipeline({
+        cluster,
+        manifest,
+        workingDir,
+        dataDir: clawrayHome(),
+        jobId: this.config.submissionId,
+        logger: createLogger({ component: 'rljob', jobId: this.config.submissionId }),
+        log,
+      });
+      if (this.stopping) this.pipeline.requestStop();
+      await this.client.update({
+        submissionId: this.config.submissionId,
+        status: 'RUNNING',
+        message: `RLJob ${manifest.metadata.name} is running`,
+        pid: process.pid,
+        nodeId: process.env.CLAWRAY_NODE_ID ?? '',
+      });
+      const summary = await this.pipeline.run();
+      this.pipelineSummary = summary;
+      log(`summary ${JSON.stringify({ ...summary, history: undefined, evals: undefined })}`);
+      if (summary.status === 'stopped')
+        await this.finish('STOPPED', `stopped at step ${summary.steps}`, undefined);
+      else await this.finish('SUCCEEDED', `trained ${summary.steps} steps`, undefined);
+    } catch (err) {
+      log(`the job failed: ${(err as Error).message}`);
+      await this.finish('FAILED', (err as Error).message, undefined);
+    } finally {
+      closeSync(out);
+      await cluster.close();
     }
   }
 

@@ -22,8 +22,18 @@ export interface Proc {
   kill(signal?: NodeJS.Signals): Promise<void>;
 }
 
-function startProc(args: string[], env: NodeJS.ProcessEnv, ready: RegExp): Promise<Proc> {
-  const child = spawn(process.execPath, [distEntry('cli/main'), ...args], {
+/**
+ * Starts `clawray ARGS` and resolves once a line matches `ready`. `prefix` runs it through
+ * another command (e.g. `ip netns exec NS`).
+ */
+export function startProc(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  ready: RegExp,
+  prefix: string[] = [],
+): Promise<Proc> {
+  const [command, ...commandArgs] = [...prefix, process.execPath, distEntry('cli/main'), ...args];
+  const child = spawn(command, commandArgs, {
     env: { ...process.env, CLAWRAY_LOG_FORMAT: 'json', CLAWRAY_LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

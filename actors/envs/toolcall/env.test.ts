@@ -194,3 +194,21 @@ describe('verifier and lookup', () => {
     expect(store.search('Quessia', 2)).toHaveLength(2);
   });
 });
+
+describe('offered tools', () => {
+  it('offers only the tools named in settings and treats the others as unknown', async () => {
+    const { toolcallTrack } = await import('./track.js');
+    const tasks = buildTaskSuite().slice(0, 3);
+    const env = toolcallTrack.createEnvironment(tasks, { settings: { tools: ['calculator'] } });
+    const obs = await env.reset(tasks[0].id);
+    expect(obs.tools.map((t) => t.function.name)).toEqual(['calculator']);
+    const r = await env.step({
+      content: null,
+      tool_calls: [{ id: 'c1', type: 'function', function: { name: 'run_js', arguments: '{"code":"1"}' } }],
+    });
+    const reply = r.observation.messages.at(-1) as { content: string };
+    expect(reply.content).toMatch(/unknown tool 'run_js'; the tools are calculator/);
+    expect(() => toolcallTrack.createEnvironment(tasks, { settings: { tools: ['shell'] } })).toThrow(/tools/);
+    await env.close();
+  });
+});

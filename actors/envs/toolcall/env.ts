@@ -73,6 +73,7 @@ export class ToolcallEnvironment implements Environment<ToolcallInfo> {
   private readonly systemPrompt: string;
   private readonly runner: ToolRunner;
   private readonly tools: ToolSchema[];
+  private readonly toolArguments: typeof TOOL_ARGUMENTS;
   private cursor = 0;
   private task: ToolcallTask | undefined;
   private messages: ChatMessage[] = [];
@@ -100,6 +101,11 @@ export class ToolcallEnvironment implements Environment<ToolcallInfo> {
     this.systemPrompt = options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT;
     this.runner = options.runner ?? new ToolRunner();
     this.tools = [...(options.tools ?? TOOL_SCHEMAS)];
+    // A tool that is not offered is an unknown tool, not a hidden one.
+    const offered = new Set(this.tools.map((t) => t.function.name));
+    this.toolArguments = Object.fromEntries(
+      Object.entries(TOOL_ARGUMENTS).filter(([name]) => offered.has(name)),
+    ) as typeof TOOL_ARGUMENTS;
   }
 
   /** The task of the current episode. */
@@ -195,7 +201,7 @@ export class ToolcallEnvironment implements Environment<ToolcallInfo> {
     const id = toolCallId(raw, `call_invalid_${info.turns}_${n}`);
     const reply = (content: string, name?: string) => toolReply(id, content, name);
     try {
-      const call = parseToolCall(raw, TOOL_ARGUMENTS);
+      const call = parseToolCall(raw, this.toolArguments);
       if (info.toolCalls - info.malformedToolCalls - info.overBudgetToolCalls > this.maxToolCalls) {
         info.overBudgetToolCalls++;
         return reply(

@@ -6,11 +6,17 @@ import type { Track, TrackEnvOptions } from '../track.js';
 import { ToolcallEnvironment } from './env.js';
 import { loadToolcallTasks } from './task-file.js';
 import { buildTaskSuite, type ToolcallTask } from './tasks.js';
+import { TOOL_SCHEMAS } from './tools.js';
 
 const settingsSchema = z.strictObject({
   maxTurns: z.number().int().positive().optional(),
   maxToolCalls: z.number().int().nonnegative().optional(),
   systemPrompt: z.string().min(1).optional(),
+  /** Offer only these tools (fewer tools, shorter prompts for small models). Default: all. */
+  tools: z
+    .array(z.enum(TOOL_SCHEMAS.map((t) => t.function.name) as [string, ...string[]]))
+    .min(1)
+    .optional(),
 });
 
 export const toolcallTrack: Track<ToolcallTask> = {
@@ -25,6 +31,13 @@ export const toolcallTrack: Track<ToolcallTask> = {
     if (!settings.success) {
       throw new ConfigError(`toolcall env settings: ${describeIssues(settings.error)}`);
     }
-    return new ToolcallEnvironment({ tasks, split: options.split, seed: options.seed, ...settings.data });
+    const { tools, ...rest } = settings.data;
+    return new ToolcallEnvironment({
+      tasks,
+      split: options.split,
+      seed: options.seed,
+      ...rest,
+      tools: tools && TOOL_SCHEMAS.filter((t) => tools.includes(t.function.name)),
+    });
   },
 };

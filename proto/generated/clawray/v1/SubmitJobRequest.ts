@@ -6,6 +6,9 @@ export interface SubmitJobRequest {
   'entrypoint'?: (string);
   'workingDirHash'?: (string);
   'metadata'?: ({[key: string]: string});
+  'manifest'?: (string);
+  'manifestFile'?: (string);
+  'manifestSet'?: (string)[];
 }
 
 export interface SubmitJobRequest__Output {
@@ -13,4 +16,7 @@ export interface SubmitJobRequest__Output {
   'entrypoint': (string);
   'workingDirHash': (string);
   'metadata': ({[key: string]: string});
+  'manifest': (string);
+  'manifestFile': (string);
+  'manifestSet': (string)[];
 }

@@ -1,0 +1,79 @@
+#!/usr/bin/env node
+/**
+ * Writes examples/toolcall/tasks.jsonl: short multiplication questions that need the calculator
+ * (products of a 3–4 digit and a 2–3 digit number, out of reach of a tiny model's mental
+ * arithmetic), each with its oracle: one calculator call, then the tool's result boxed.
+ *
+ * Deterministic (a seeded PRNG, no dependencies). The split is left to the task-file rule
+ * (held out when FNV-1a(question) % 5 == 0), so held-out questions are number pairs that never
+ * occur in train. Usage: node examples/toolcall/make-tasks.mjs [--count N] [--seed S] [--out FILE]
+ */
+import { writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const args = process.argv.slice(2);
+const opt = (name, fallback) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? args[i + 1] : fallback;
+};
+const COUNT = Number(opt('count', 400));
+const SEED = Number(opt('seed', 7));
+const OUT = opt('out', join(dirname(fileURLToPath(import.meta.url)), 'tasks.jsonl'));
+
+// mulberry32
+let state = SEED >>> 0;
+function rand() {
+  state = (state + 0x6d2b79f5) >>> 0;
+  let t = state;
+  t = Math.imul(t ^ (t >>> 15), t | 1);
+  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+}
+const int = (lo, hi) => lo + Math.floor(rand() * (hi - lo + 1));
+
+// The task-file split rule (actors/envs/track.ts): held out when FNV-1a(question) % 5 == 0.
+function fnv1a(text) {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
+
+const TEMPLATES = [
+  (a, b) => `What is ${a}*${b}?`,
+  (a, b) => `Compute ${a} times ${b}.`,
+  (a, b) => `Multiply ${a} by ${b}.`,
+];
+
+const seen = new Set();
+const lines = [];
+let heldout = 0;
+while (lines.length < COUNT) {
+  const a = int(100, 9999);
+  const b = int(10, 999);
+  const question = TEMPLATES[int(0, TEMPLATES.length - 1)](a, b);
+  if (seen.has(question)) continue;
+  seen.add(question);
+  const expression = `${a}*${b}`;
+  const answer = String(a * b);
+  const oracle = [
+    {
+      content: null,
+      tool_calls: [
+        {
+          id: 'call_1',
+          type: 'function',
+          function: { name: 'calculator', arguments: JSON.stringify({ expression }) },
+        },
+      ],
+    },
+    { content: `\\boxed{${answer}}` },
+  ];
+  if (fnv1a(question) % 5 === 0) heldout++;
+  lines.push(JSON.stringify({ question, answer, oracle }));
+}
+writeFileSync(OUT, `${lines.join('\n')}\n`);
+console.log(`${OUT}: ${lines.length} tasks, ${lines.length - heldout} train, ${heldout} held out`);

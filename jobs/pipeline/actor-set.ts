@@ -1,0 +1,201 @@
+/**
+ * The actors of one RL job, placed in the job's placement groups: one group per role, as the
+ * manifest's GPU partition planned them (OpenClaw-RL's ACTOR_GPUS / ROLLOUT_GPUS / PRM_GPUS).
+ * Trainer shards form a collective group (ring all-reduce of gradients) when there are several.
+ */
+
+import { createCollectiveGroup } from '../../actors/collective/driver.js';
+import type { EnvPool } from '../../actors/envs/env-pool.js';
+import type { JudgeVoter } from '../../actors/judge/judge-voter.js';
+import type { RolloutEngine } from '../../actors/rollout/rollout-engine-actor.js';
+import type { ActorHandle } from '../../actors/runtime/actor-handle.js';
+import type { Cluster } from '../../actors/runtime/cluster.js';
+import type { PlacementGroup } from '../../actors/runtime/placement-group.js';
+import type { TrainerShard } from '../../actors/trainer/trainer-shard.js';
+import { type PartitionPlan, planPartition, type Role } from '../manifest/partition.js';
+import type { RLJobManifest } from '../manifest/schema.js';
+
+export interface ActorSetPaths {
+  modelDir: string;
+  /** Absolute task path of the env pools, or 'builtin'. */
+  tasks: string;
+  checkpointDir: string;
+  /** Absolute path of a custom environment module (plugins.environment). */
+  environmentModule?: string;
+  /** Absolute path of a custom loss module (plugins.loss). */
+  lossModule?: string;
+}
+
+export interface ActorSet {
+  plan: PartitionPlan;
+  engines: ActorHandle<RolloutEngine>[];
+  trainers: ActorHandle<TrainerShard>[];
+  pools: ActorHandle<EnvPool>[];
+  /** Judge voter actors (rule, llm and onnx-prm backends); the reaction judge votes in the driver. */
+  voters: ActorHandle<JudgeVoter>[];
+  close(): Promise<void>;
+}
+
+/** Places every actor of the job; on any failure removes what was placed and rethrows. */
+export async function createActorSet(
+  cluster: Cluster,
+  manifest: RLJobManifest,
+  paths: ActorSetPaths,
+  jobId: string,
+): Promise<ActorSet> {
+  const { spec } = manifest;
+  const plan = planPartition(manifest, (await cluster.status()).nodes);
+  const groups = new Map<Role, PlacementGroup>();
+  const set: ActorSet = {
+    plan,
+    engines: [],
+    trainers: [],
+    pools: [],
+    voters: [],
+    close: async () => {
+      // Removing a group kills its actors; the reservation is freed with them.
+      await Promise.allSettled([...groups.values()].map((g) => cluster.removePlacementGroup(g)));
+    },
+  };
+  try {
+    for (const g of plan.groups) {
+      groups.set(
+        g.role,
+        await cluster.createPlacementGroup({
+          name: `${g.name}-${jobId}`,
+          bundles: g.bundles,
+          strategy: g.strategy,
+          timeoutMs: 120_000,
+        }),
+      );
+    }
+    const place = (role: Role, index: number, numGpus: number) => ({
+      placementGroup: groups.get(role)!,
+      bundleIndex: index,
+      numGpus,
+      // Every actor's process lives in its bundle: env pools and engines are CPU-heavy.
+    });
+    const r = spec.resources;
+    set.engines = await Promise.all(
+      Array.from({ length: r.rollout.replicas }, (_, i) =>
+        cluster.createActor<RolloutEngine>({
+          module: 'clawray/rollout',
+          className: 'RolloutEngine',
+          args: [
+            {
+              modelDir: paths.modelDir,
+              provider: spec.model.provider,
+              maxBatchSize: spec.model.maxBatchSize,
+              maxQueue: spec.model.maxQueue,
+            },
+          ],
+          options: place('rollout', i, r.rollout.gpus),
+        }),
+      ),
+    );
+    const t = spec.train;
+    set.trainers = await Promise.all(
+      Array.from({ length: r.trainer.shards }, (_, i) =>
+        cluster.createActor<TrainerShard>({
+          module: 'clawray/trainer',
+          className: 'TrainerShard',
+          args: [
+            {
+              modelDir: paths.modelDir,
+              method: spec.method === 'sft' ? 'sft' : 'rl',
+              optimizer: {
+                lr: t.lr,
+                betas: t.optimizer.betas,
+                eps: t.optimizer.eps,
+                weightDecay: t.optimizer.weightDecay,
+              },
+              schedule: {
+                schedule: t.schedule,
+                warmupSteps: t.lrWarmupSteps,
+                totalSteps: t.steps + (t.warmup?.steps ?? 0),
+                minLr: t.minLr,
+              },
+              maxGradNorm: t.maxGradNorm,
+              clip: t.clip,
+              klCoef: t.klCoef,
+              entropyCoef: t.entropyCoef,
+              microBatchSize: t.microBatchSize,
+              seed: t.seed,
+              lora: t.lora,
+              checkpointDir: paths.checkpointDir,
+              keepLast: spec.checkpoint.keep,
+              lossModule: paths.lossModule,
+            },
+          ],
+          options: place('trainer', i, r.trainer.gpus),
+        }),
+      ),
+    );
+    if (spec.env) {
+      const env = spec.env;
+      set.pools = await Promise.all(
+        Array.from({ length: r.env.replicas }, (_, i) =>
+          cluster.createActor<EnvPool>({
+            module: 'clawray/envs',
+            className: 'EnvPool',
+            args: [
+              {
+                track: spec.track as Exclude<typeof spec.track, 'personal'>,
+                tasks: paths.tasks,
+                parallel: env.parallel,
+                seed: env.seed,
+                settings: env.settings,
+                environmentModule: paths.environmentModule,
+                allocateTimeoutMs: 600_000,
+              },
+            ],
+            options: place('env', i, 0),
+          }),
+        ),
+      );
+    }
+    const judge = spec.judge;
+    if (
+      judge.backend === 'rule' ||
+      judge.backend === 'onnx-prm' ||
+      (judge.backend === 'llm' && judge.baseURL)
+    ) {
+      const voterOptions =
+        judge.backend === 'rule'
+          ? { backend: 'rule' as const, rule: judge.rule ?? 'env-reward' }
+          : judge.backend === 'onnx-prm'
+            ? { backend: 'onnx-prm' as const, modelDir: judge.model!, threshold: judge.threshold }
+            : {
+                backend: 'llm' as const,
+                baseURL: judge.baseURL!,
+                model: judge.model!,
+                apiKeyEnv: judge.apiKeyEnv,
+                temperature: judge.temperature,
+                maxTokens: judge.maxTokens,
+                timeoutMs: judge.timeoutMs,
+                mode: judge.mode,
+              };
+      set.voters = await Promise.all(
+        Array.from({ length: r.judge.replicas }, (_, i) =>
+          cluster.createActor<JudgeVoter>({
+            module: 'clawray/judge',
+            className: 'JudgeVoter',
+            args: [voterOptions],
+            options: place('judge', i, r.judge.gpus),
+          }),
+        ),
+      );
+    }
+    await Promise.all([
+      ...set.engines.map((e) => e.call('ready')),
+      ...set.trainers.map((s) => s.call('ready')),
+      ...set.pools.map((p) => p.call('ready')),
+      ...set.voters.map((v) => v.call('ready')),
+    ]);
+    if (set.trainers.length > 1) await createCollectiveGroup(cluster, set.trainers, `${jobId}-trainer`);
+    return set;
+  } catch (err) {
+    await set.close();
+    throw err;
+  }
+}

@@ -1,0 +1,87 @@
+/**
+ * Held-out evaluation: env tracks play every evaluation task once, greedily (temperature 0),
+ * and report the share solved (reward ≥ 1) and the mean reward; the personal track plays the
+ * simulated user's held-out sessions and reports the preference score.
+ */
+import type { EnvPool } from '../../actors/envs/env-pool.js';
+import { evaluatePreference } from '../../actors/envs/personal/evaluate.js';
+import { SimulatedUser } from '../../actors/envs/personal/simulated-user.js';
+import type { ChatMessage } from '../../actors/models/chat-template.js';
+import type { RolloutEngine } from '../../actors/rollout/rollout-engine-actor.js';
+import type { ActorHandle } from '../../actors/runtime/actor-handle.js';
+import { playEpisode, type RolloutFunction } from './episodes.js';
+
+export interface EvalResult {
+  /** Share solved (env) or preference score (personal). */
+  success: number;
+  rewardMean: number;
+  episodes: number;
+  seconds: number;
+}
+
+export interface EnvEvalOptions {
+  pools: ActorHandle<EnvPool>[];
+  engines: ActorHandle<RolloutEngine>[];
+  taskIds: string[];
+  parallel: number;
+  maxTurns: number;
+  maxTokens: number;
+  rollout?: RolloutFunction;
+}
+
+export async function evaluateEnv(o: EnvEvalOptions): Promise<EvalResult> {
+  const started = performance.now();
+  let next = 0;
+  let solved = 0;
+  let rewardSum = 0;
+  const worker = async (w: number) => {
+    for (let i = next++; i < o.taskIds.length; i = next++) {
+      const episode = await playEpisode({
+        pool: o.pools[(w + i) % o.pools.length],
+        engine: o.engines[i % o.engines.length],
+        taskId: o.taskIds[i],
+        sampling: { maxTokens: o.maxTokens, temperature: 0, topP: 1, seed: i },
+        maxTurns: o.maxTurns,
+        rollout: o.rollout,
+      });
+      rewardSum += episode.reward;
+      if (episode.reward >= 1) solved++;
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(o.parallel, o.taskIds.length) }, (_, w) => worker(w)));
+  const n = o.taskIds.length;
+  return {
+    success: n ? solved / n : 0,
+    rewardMean: n ? rewardSum / n : 0,
+    episodes: n,
+    seconds: (performance.now() - started) / 1000,
+  };
+}
+
+export interface PersonalEvalOptions {
+  user: { preference: string; turnsPerSession: number; seed: number; evalSessions: number; parallel: number };
+  maxTokens: number;
+  /** One greedy reply of the current policy. */
+  reply(messages: ChatMessage[], maxTokens: number): Promise<string>;
+}
+
+export async function evaluatePersonal(o: PersonalEvalOptions): Promise<EvalResult> {
+  const started = performance.now();
+  const user = new SimulatedUser({
+    preference: o.user.preference,
+    seed: o.user.seed,
+    turnsPerSession: o.user.turnsPerSession,
+  });
+  const report = await evaluatePreference((messages) => o.reply(messages as ChatMessage[], o.maxTokens), {
+    user,
+    sessions: o.user.evalSessions,
+    split: 'heldout',
+    concurrency: o.user.parallel,
+  });
+  return {
+    success: report.score,
+    rewardMean: report.score,
+    episodes: report.sessions.length,
+    seconds: (performance.now() - started) / 1000,
+  };
+}

@@ -1,0 +1,84 @@
+/**
+ * Prometheus metrics of an RL job, set by its pipeline driver (which runs inside the job's
+ * supervisor actor, so they reach the node agent's `/metrics` like every actor's). Every series
+ * carries the job's name as `job`.
+ *
+ *   clawray_job_steps_total{job}                    optimizer steps taken
+ *   clawray_job_samples_total{job}                  trajectories trained on
+ *   clawray_job_samples_per_second{job}             trained trajectories per second, since the job started
+ *   clawray_job_reward_mean{job}                    mean reward of the last step's batch
+ *   clawray_job_success_ratio{job,split}            share of episodes solved: train (last batch), heldout (last eval)
+ *   clawray_job_staleness_versions{job}             mean policy-version lag of the last batch's samples
+ *   clawray_job_trainer_idle_ratio{job}             share of wall time the trainer waited for samples
+ *   clawray_job_rollout_idle_ratio{job}             share of rollout slot time spent waiting (staleness gate, weights)
+ *   clawray_job_buffer_lag_entries{job,stage}       entries appended but not yet consumed (stage: judge | train)
+ */
+import { Counter, Gauge, type Registry, register } from 'prom-client';
+
+export const JOB_METRIC_NAMES = [
+  'clawray_job_steps_total',
+  'clawray_job_samples_total',
+  'clawray_job_samples_per_second',
+  'clawray_job_reward_mean',
+  'clawray_job_success_ratio',
+  'clawray_job_staleness_versions',
+  'clawray_job_trainer_idle_ratio',
+  'clawray_job_rollout_idle_ratio',
+  'clawray_job_buffer_lag_entries',
+] as const;
+
+function metric<T>(registry: Registry, name: string, make: () => T): T {
+  return (registry.getSingleMetric(name) as T | undefined) ?? make();
+}
+
+export class JobMetrics {
+  readonly steps: Counter<'job'>;
+  readonly samples: Counter<'job'>;
+  readonly samplesPerSecond: Gauge<'job'>;
+  readonly reward: Gauge<'job'>;
+  readonly success: Gauge<'job' | 'split'>;
+  readonly staleness: Gauge<'job'>;
+  readonly trainerIdle: Gauge<'job'>;
+  readonly rolloutIdle: Gauge<'job'>;
+  readonly bufferLag: Gauge<'job' | 'stage'>;
+
+  constructor(registry: Registry = register) {
+    const counter = (name: string, help: string) =>
+      metric(registry, name, () => new Counter({ name, help, labelNames: ['job'], registers: [registry] }));
+    const gauge = <L extends string>(name: string, help: string, labelNames: L[]) =>
+      metric(registry, name, () => new Gauge<L>({ name, help, labelNames, registers: [registry] }));
+    this.steps = counter('clawray_job_steps_total', 'Optimizer steps taken by the job');
+    this.samples = counter('clawray_job_samples_total', 'Trajectories the job has trained on');
+    this.samplesPerSecond = gauge(
+      'clawray_job_samples_per_second',
+      'Trained trajectories per second since the job started',
+      ['job'],
+    );
+    this.reward = gauge('clawray_job_reward_mean', "Mean reward of the last step's batch", ['job']);
+    this.success = gauge(
+      'clawray_job_success_ratio',
+      'Share of episodes solved: split=train for the last batch, split=heldout for the last evaluation',
+      ['job', 'split'],
+    );
+    this.staleness = gauge(
+      'clawray_job_staleness_versions',
+      "Mean policy-version lag of the last batch's samples behind the policy they trained",
+      ['job'],
+    );
+    this.trainerIdle = gauge(
+      'clawray_job_trainer_idle_ratio',
+      'Share of the wall time the trainer spent waiting for samples',
+      ['job'],
+    );
+    this.rolloutIdle = gauge(
+      'clawray_job_rollout_idle_ratio',
+      'Share of rollout slot time spent waiting (staleness bound, weight updates) instead of generating',
+      ['job'],
+    );
+    this.bufferLag = gauge(
+      'clawray_job_buffer_lag_entries',
+      'Entries appended to a stage of the trajectory buffer and not yet consumed by it',
+      ['job', 'stage'],
+    );
+  }
+}

@@ -1,0 +1,117 @@
+/**
+ * Where the personal track's samples come from: the job serves the policy on an
+ * OpenAI-compatible endpoint (the rollout engines behind it) and records every main turn of a
+ * session, with the user's next message as its next state, into the rollout stream. Real
+ * clients (OpenClaw, any OpenAI SDK) talk to it with OpenClaw-RL's session headers; with
+ * `spec.user` simulated users do, offline.
+ */
+import type { FastifyInstance } from 'fastify';
+import { SimulatedUser } from '../../actors/envs/personal/simulated-user.js';
+import { runHttpSession } from '../../actors/envs/personal/user-session.js';
+import { type TurnRecord, TurnRecorder, type TurnSink } from '../../actors/rollout/capture-recorder.js';
+import { createOpenAiServer } from '../../actors/rollout/openai-server.js';
+import type { Logger } from '../../common/logger.js';
+import type { TrajectoryBuffer, TrajectoryRecord } from '../buffer/types.js';
+import type { RemoteChatModel } from './remote-chat-model.js';
+import type { StalenessGate } from './staleness-gate.js';
+
+/** A captured turn as a trajectory record: one sample, its own group. */
+export function turnToRecord(t: TurnRecord): TrajectoryRecord {
+  const id = `${t.session_id}:${t.turn}:${t.request_id}`;
+  return {
+    trajectoryId: id,
+    sessionId: t.session_id,
+    turn: t.turn,
+    messages: t.messages.map((m) => ({ ...m, content: m.content ?? null })),
+    promptTokenIds: t.prompt_token_ids,
+    tokenIds: t.response_token_ids,
+    logprobs: t.response_logprobs,
+    nextState: t.next_state && { ...t.next_state, content: t.next_state.content ?? null },
+    votes: [],
+    score: null,
+    hint: null,
+    weightVersion: t.weight_version,
+    createdAtMs: Date.now(),
+    extra: { group: id, groupSize: 1, episode: id, turns: 1, responseText: t.response_text },
+  };
+}
+
+class BufferSink implements TurnSink {
+  constructor(private readonly buffer: TrajectoryBuffer) {}
+
+  async write(record: TurnRecord): Promise<void> {
+    await this.buffer.append([turnToRecord(record)]);
+  }
+}
+
+export interface PersonalSourceOptions {
+  model: RemoteChatModel;
+  buffer: TrajectoryBuffer;
+  host: string;
+  port: number;
+  token?: string;
+  logger: Logger;
+}
+
+export class PersonalSource {
+  private constructor(
+    readonly url: string,
+    private readonly app: FastifyInstance,
+    private readonly recorder: TurnRecorder,
+  ) {}
+
+  static async start(o: PersonalSourceOptions): Promise<PersonalSource> {
+    const recorder = new TurnRecorder({ sink: new BufferSink(o.buffer), logger: o.logger, idleMs: 120_000 });
+    const app = createOpenAiServer({ model: o.model, recorder, token: o.token, logger: o.logger });
+    const url = await app.listen({ host: o.host, port: o.port });
+    return new PersonalSource(url, app, recorder);
+  }
+
+  async close(): Promise<void> {
+    await this.app.close();
+    await this.recorder.close();
+  }
+}
+
+export interface SimulatedUsersOptions {
+  url: string;
+  model: string;
+  token?: string;
+  user: { preference: string; parallel: number; turnsPerSession: number; seed: number };
+  sampling: { temperature: number; topP: number; maxTokens: number };
+  gate: StalenessGate;
+  /** Called with each finished session's preference score. */
+  onSession?: (score: number) => void;
+  onError: (err: Error) => void;
+}
+
+/** Simulated users chatting until the gate closes; each session is one unit of the gate. */
+export async function runSimulatedUsers(o: SimulatedUsersOptions): Promise<void> {
+  const user = new SimulatedUser({
+    preference: o.user.preference,
+    seed: o.user.seed,
+    split: 'train',
+    turnsPerSession: o.user.turnsPerSession,
+  });
+  const worker = async () => {
+    for (;;) {
+      const index = await o.gate.acquire();
+      if (index === undefined) return;
+      try {
+        const result = await runHttpSession(user.openSession(index), {
+          baseUrl: o.url,
+          model: o.model,
+          apiKey: o.token,
+          temperature: o.sampling.temperature,
+          topP: o.sampling.topP,
+          maxTokens: o.sampling.maxTokens,
+          seed: o.user.seed,
+        });
+        o.onSession?.(result.score);
+      } catch (err) {
+        o.onError(err as Error);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: o.user.parallel }, worker));
+}

@@ -1,0 +1,58 @@
+/**
+ * A `ChatModel` whose generation runs on the job's rollout engine actors (round robin) while
+ * templating and detokenization happen here with the same files: what the personal track's
+ * OpenAI-compatible endpoint serves, so live (or simulated) sessions talk to the policy being
+ * trained.
+ */
+import type { ChatMessage, ChatModel, ToolCall, ToolSchema } from '../../actors/rollout/chat-model.js';
+import type { GenerateRequest, GenerateResult } from '../../actors/rollout/rollout-engine.js';
+import { GenerationAbortedError } from '../../actors/rollout/rollout-engine.js';
+import type { RolloutEngine } from '../../actors/rollout/rollout-engine-actor.js';
+import type { ActorHandle } from '../../actors/runtime/actor-handle.js';
+import type { ChatCodec } from './chat-codec.js';
+
+export class RemoteChatModel implements ChatModel {
+  private next = 0;
+  private version = 0;
+
+  constructor(
+    readonly id: string,
+    private readonly codec: ChatCodec,
+    private readonly engines: ActorHandle<RolloutEngine>[],
+  ) {}
+
+  get weightVersion(): number {
+    return this.version;
+  }
+
+  encodeChat(messages: ChatMessage[], tools?: ToolSchema[]): number[] {
+    return this.codec.encodeChat(messages, tools);
+  }
+
+  decode(tokenIds: number[]): string {
+    return this.codec.decode(tokenIds);
+  }
+
+  tokenText(tokenId: number): string {
+    return this.codec.tokenText(tokenId);
+  }
+
+  parseToolCalls(text: string): { content: string; toolCalls: ToolCall[] } {
+    return this.codec.parseToolCalls(text);
+  }
+
+  async generate(request: GenerateRequest): Promise<GenerateResult> {
+    const { onToken, signal, ...wire } = request;
+    if (signal?.aborted) throw new GenerationAbortedError('the request was aborted');
+    const engine = this.engines[this.next++ % this.engines.length];
+    const result = await engine.call('generate', wire);
+    this.version = Math.max(this.version, result.weightVersion);
+    // Tokens cross the wire together: a streaming client gets them at the end, in order.
+    if (onToken) {
+      result.tokenIds.forEach((tokenId, i) => {
+        onToken({ tokenId, logprob: result.logprobs[i] });
+      });
+    }
+    return result;
+  }
+}

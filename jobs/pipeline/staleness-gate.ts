@@ -1,0 +1,62 @@
+/**
+ * The bound on off-policyness (AReaL's staleness control): group `g` of a job (a prompt and
+ * its samplesPerPrompt rollouts) may start only once the policy that will train on it is at
+ * most `maxStaleness` versions newer than the one generating it. Step `s` trains groups
+ * [s·B, (s+1)·B), so group g may start when version ≥ ⌊g / B⌋ − maxStaleness. With
+ * maxStaleness 0 this is synchronous RL: a batch is rolled out only after the previous step's
+ * weights are published.
+ */
+export class StalenessGate {
+  private version: number;
+  private nextGroup: number;
+  private closed = false;
+  private waiters: Array<() => void> = [];
+  /** Milliseconds callers have spent waiting in `acquire`. */
+  waitedMs = 0;
+
+  constructor(
+    private readonly batchSize: number,
+    private readonly maxStaleness: number,
+    start: { version: number; group: number } = { version: 0, group: 0 },
+  ) {
+    this.version = start.version;
+    this.nextGroup = start.group;
+  }
+
+  /** Groups handed out so far (where a resumed job continues from). */
+  get groupsStarted(): number {
+    return this.nextGroup;
+  }
+
+  /** The next group index, once the bound allows it; undefined once closed. */
+  async acquire(): Promise<number | undefined> {
+    const started = performance.now();
+    while (!this.closed && !this.allows(this.nextGroup)) {
+      await new Promise<void>((resolve) => this.waiters.push(resolve));
+    }
+    this.waitedMs += performance.now() - started;
+    if (this.closed) return undefined;
+    return this.nextGroup++;
+  }
+
+  /** The policy version the rollouts now generate with. */
+  advance(version: number): void {
+    this.version = Math.max(this.version, version);
+    this.wake();
+  }
+
+  close(): void {
+    this.closed = true;
+    this.wake();
+  }
+
+  private allows(group: number): boolean {
+    return Math.floor(group / this.batchSize) - this.maxStaleness <= this.version;
+  }
+
+  private wake(): void {
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const w of waiters) w();
+  }
+}

@@ -1,0 +1,255 @@
+import { execFile, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { distEntry } from '../common/package-root.js';
+import { TestCluster } from './helpers/processes.js';
+
+const execFileAsync = promisify(execFile);
+
+/** A toolcall job small enough for a test: a tiny random model, calculator only, short turns. */
+const TOOLCALL = (name: string, extra = '') => `apiVersion: clawray.dev/v1
+kind: RLJob
+metadata: { name: ${name} }
+spec:
+  track: toolcall
+  method: rl
+  model: { path: ./model, init: { preset: tiny } }
+  rollout: { batchSize: 2, samplesPerPrompt: 2, maxTurns: 2, maxTokens: 12 }
+  train: { steps: 3 }
+  env: { parallel: 2, settings: { tools: [calculator], systemPrompt: Use the calculator. } }
+  eval: { everySteps: 0 }
+${extra}`;
+
+describe('clawray job submit MANIFEST (the RL pipeline on a cluster of real processes)', () => {
+  const tc = new TestCluster();
+  const dir = mkdtempSync(join(tmpdir(), 'clawray-rljob-'));
+
+  function clawray(args: string[], timeoutMs = 120_000) {
+    const argv = [...args.slice(0, 2), '--address', tc.head!.address, ...args.slice(2)];
+    const result = spawnSync(process.execPath, [distEntry('cli/main'), ...argv], {
+      encoding: 'utf8',
+      env: { ...process.env, CLAWRAY_ADDRESS: '', ...tc.env },
+      timeout: timeoutMs,
+    });
+    return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+  }
+
+  function manifest(name: string, text: string, files: Record<string, string> = {}): string {
+    const jobDir = join(dir, name);
+    mkdirSync(jobDir, { recursive: true });
+    for (const [file, content] of Object.entries(files)) {
+      mkdirSync(join(jobDir, file, '..'), { recursive: true });
+      writeFileSync(join(jobDir, file), content);
+    }
+    writeFileSync(join(jobDir, 'job.yaml'), text);
+    return join(jobDir, 'job.yaml');
+  }
+
+  /** Polling must not block this process: the cluster's logs drain into it meanwhile. */
+  async function clawrayAsync(args: string[]) {
+    const argv = [...args.slice(0, 2), '--address', tc.head!.address, ...args.slice(2)];
+    const { stdout } = await execFileAsync(process.execPath, [distEntry('cli/main'), ...argv], {
+      env: { ...process.env, CLAWRAY_ADDRESS: '', ...tc.env },
+      timeout: 30_000,
+    });
+    return stdout;
+  }
+
+  const summaryOf = (stdout: string) => JSON.parse(stdout.trim().split('\n').at(-1)!);
+  const stepLines = (log: string) => log.split('\n').filter((l) => / step \d+\/\d+: reward/.test(l));
+
+  beforeAll(async () => {
+    await tc.startHead();
+    await tc.startWorker({ cpus: 8, gpus: 2 });
+  });
+  afterAll(async () => {
+    await tc.teardown();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('trains a toolcall job asynchronously end to end and ends with a JSON summary', () => {
+    const file = manifest('async', TOOLCALL('tc-async', '  judge: { votes: 1 }\n'));
+    const run = clawray([
+      'job',
+      'submit',
+      file,
+      '--submission-id',
+      'rl-async',
+      '--json',
+      '--set',
+      'spec.eval.everySteps=2',
+    ]);
+    expect(run.stderr).toContain("job 'rl-async' SUCCEEDED");
+    expect(run.code).toBe(0);
+    const summary = summaryOf(run.stdout);
+    expect(summary).toMatchObject({
+      submissionId: 'rl-async',
+      status: 'SUCCEEDED',
+      steps: 3,
+      metric: 'heldout_success',
+    });
+    expect(summary.heldoutStart).toBeGreaterThanOrEqual(0);
+    expect(summary.heldoutEnd).toBeGreaterThanOrEqual(0);
+    expect(summary.samplesPerSecond).toBeGreaterThan(0);
+    // Logs without a TTY are plain lines: every step, the evals and the checkpoint.
+    expect(stepLines(run.stdout)).toHaveLength(3);
+    expect(run.stdout).toMatch(/eval step 0: held-out success/);
+    expect(run.stdout).toMatch(/eval step 2: held-out success/);
+    expect(run.stdout).toMatch(/checkpoint at step 3/);
+    expect(run.stdout).toMatch(
+      /actors ready: 1 rollout engine\(s\), 1 trainer shard\(s\), 1 env pool\(s\), 1 judge voter\(s\)/,
+    );
+  });
+
+  it('runs the same job synchronously: no sample is ever behind the policy', () => {
+    const file = manifest('sync', TOOLCALL('tc-sync'));
+    const run = clawray(['job', 'submit', file, '--json', '--set', 'spec.train.async=false']);
+    expect(run.code).toBe(0);
+    const lines = stepLines(run.stdout);
+    expect(lines).toHaveLength(3);
+    for (const line of lines) expect(line).toContain('staleness 0.00');
+  });
+
+  it('rejects a broken manifest with file:line:col and exit 2, before touching the cluster', () => {
+    const file = manifest('broken', TOOLCALL('tc-broken').replace('batchSize: 2', 'batchSize: two'));
+    const run = clawray(['job', 'submit', file]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/job\.yaml:8:\d+: spec\.rollout\.batchSize: expected a whole number ≥ 1/);
+    expect(run.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it('refuses a partition larger than the cluster with exit 2 and the field named', () => {
+    const file = manifest(
+      'too-big',
+      TOOLCALL('tc-big', '  resources: { trainer: { shards: 2, gpus: 2 } }\n'),
+    );
+    const run = clawray(['job', 'submit', file]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/does not fit the cluster/);
+    expect(run.stderr).toMatch(/resources\.trainer/);
+  });
+
+  it('stops gracefully at a step boundary with a checkpoint, and --resume continues from it', async () => {
+    const file = manifest(
+      'stop',
+      TOOLCALL('tc-stop', '  checkpoint: { everySteps: 1 }\n').replace('steps: 3', 'steps: 200'),
+    );
+    const submitted = clawray(['job', 'submit', file, '--submission-id', 'rl-stop', '--no-wait']);
+    expect(submitted.code).toBe(0);
+    for (let waited = 0; !/step 2\/200/.test(await clawrayAsync(['job', 'logs', 'rl-stop'])); waited += 500) {
+      if (waited > 120_000) throw new Error('the job never reached step 2');
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    const stop = clawray(['job', 'stop', 'rl-stop']);
+    expect(stop.stdout).toMatch(/STOPPED/);
+    const logs = clawray(['job', 'logs', 'rl-stop']).stdout;
+    expect(logs).toMatch(/stop requested: finishing the current step/);
+    const stoppedAt = Number(/"status":"stopped","steps":(\d+)/.exec(logs)![1]);
+    expect(stoppedAt).toBeGreaterThanOrEqual(2);
+    expect(logs).toMatch(new RegExp(`checkpoint at step ${stoppedAt}`));
+
+    const resumed = clawray([
+      'job',
+      'submit',
+      file,
+      '--resume',
+      '--json',
+      '--set',
+      `spec.train.steps=${stoppedAt + 1}`,
+    ]);
+    expect(resumed.code).toBe(0);
+    expect(resumed.stdout).toMatch(new RegExp(`resumed from .* at step ${stoppedAt}`));
+    expect(summaryOf(resumed.stdout)).toMatchObject({ steps: stoppedAt + 1, resumedFromStep: stoppedAt });
+    expect(stepLines(resumed.stdout).map((l) => /step (\d+)\//.exec(l)![1])).toEqual([String(stoppedAt + 1)]);
+  }, 240_000);
+
+  it('loads custom reward, loss, rollout and environment plugins from the working dir', () => {
+    const plugins = {
+      // A reward that varies inside every group, so every step has a learning signal.
+      'plugins/reward.mjs': `export default ({ messages }) => (messages.length % 2 === 0 ? 1 : -1);\n`,
+      // Plain cross-entropy instead of PPO: its value (~ln 384 per token) is unmistakable.
+      'plugins/loss.mjs': `export function ce({ logprobs, mask, tf }) { return tf.sum(tf.mul(tf.neg(logprobs), mask)); }\n`,
+      // One turn per episode, whatever maxTurns says.
+      'plugins/rollout.mjs': `export default async (ctx) => {
+  const { messages, tools } = await ctx.reset();
+  const r = await ctx.chat(messages, tools);
+  const action = { content: r.content || 'x' };
+  const step = await ctx.step(action);
+  return { taskId: ctx.taskId, reward: step.reward, done: step.done, info: step.info, messages: step.messages,
+    turns: [{ messages, promptTokenIds: r.promptTokenIds, tokenIds: r.tokenIds, logprobs: r.logprobs, weightVersion: r.weightVersion, action }] };
+};\n`,
+      // An environment of our own over the track's tasks: one reply, graded by its length.
+      'plugins/env.mjs': `export default (tasks) => {
+  let messages = [];
+  return {
+    async reset(id) { messages = [{ role: 'user', content: 'Say something about ' + id }]; return { messages, text: '', tools: [] }; },
+    async step(action) { messages = [...messages, { role: 'assistant', content: action.content }]; return { observation: { messages, text: '', tools: [] }, reward: 1, done: true, info: { custom: true } }; },
+    async evaluate() { return { reward: 0, info: {} }; },
+    async close() {},
+  };
+};\n`,
+    };
+    const file = manifest(
+      'plugins',
+      `${TOOLCALL('tc-plugins')}  plugins: { reward: ./plugins/reward.mjs, loss: ./plugins/loss.mjs#ce, rollout: ./plugins/rollout.mjs, environment: ./plugins/env.mjs }\n`,
+      plugins,
+    );
+    const run = clawray(['job', 'submit', file, '--json']);
+    expect(run.code).toBe(0);
+    const lines = stepLines(run.stdout);
+    expect(lines).toHaveLength(3);
+    for (const line of lines) {
+      // The reward plugin: every episode has 2 messages after one turn → +1.
+      expect(line).toMatch(/reward 1\.000/);
+    }
+    expect(run.stdout).toMatch(/summary/);
+  });
+
+  it('runs the personal track: simulated users over the OpenAI endpoint, reaction judge, combine', () => {
+    const file = manifest(
+      'personal',
+      `apiVersion: clawray.dev/v1
+kind: RLJob
+metadata: { name: personal-test }
+spec:
+  track: personal
+  method: combine
+  model: { path: ./model, init: { preset: tiny } }
+  judge: { backend: reaction }
+  rollout: { batchSize: 4, maxTokens: 12 }
+  train: { steps: 2 }
+  serve: { port: 0 }
+  user: { preference: lowercase, parallel: 2, turnsPerSession: 2, evalSessions: 2 }
+  eval: { everySteps: 1 }
+`,
+    );
+    const run = clawray(['job', 'submit', file, '--json']);
+    expect(run.stderr).toContain('SUCCEEDED');
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/serving the policy for live sessions on http:\/\/127\.0\.0\.1:\d+\/v1/);
+    expect(run.stdout).toMatch(/eval step 0: held-out preference score/);
+    const summary = summaryOf(run.stdout);
+    expect(summary).toMatchObject({
+      steps: 2,
+      metric: 'preference_score',
+      track: 'personal',
+      method: 'combine',
+    });
+    expect(summary.heldoutStart).toBeGreaterThanOrEqual(0);
+  });
+
+  it('trains method sft on the oracle traces', () => {
+    const file = manifest(
+      'sft',
+      TOOLCALL('tc-sft').replace('method: rl', 'method: sft').replace('steps: 3', 'steps: 2'),
+    );
+    const run = clawray(['job', 'submit', file, '--json']);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/oracle traces: \d+ samples from \d+ tasks/);
+    expect(run.stdout).toMatch(/step 2\/2: sft loss/);
+    expect(summaryOf(run.stdout)).toMatchObject({ steps: 2, status: 'SUCCEEDED' });
+  });
+});
