@@ -23,6 +23,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import net from 'node:net';
 import { hostname } from 'node:os';
 import { ConfigError } from '../../common/errors.js';
+import { type CollectiveOp, collectiveMetrics } from './collective-metrics.js';
 import { CollectiveError } from './errors.js';
 
 export type ReduceOp = 'sum' | 'mean';
@@ -210,6 +211,7 @@ export class CollectiveGroup {
   private opCounter = 0;
   private op?: Op;
   private tail: Promise<unknown> = Promise.resolve();
+  private readonly metrics = collectiveMetrics();
   private timer?: NodeJS.Timeout;
 
   // Sending.
@@ -488,7 +490,9 @@ export class CollectiveGroup {
   allReduce(buffer: Float32Array, op: ReduceOp = 'sum'): Promise<void> {
     if (op !== 'sum' && op !== 'mean')
       return Promise.reject(new ConfigError(`unknown reduce op '${op}' (want sum or mean)`));
-    return this.enqueue(() => this.runAllReduce(buffer, op));
+    return this.enqueue(() =>
+      this.measured('allreduce', buffer.byteLength, () => this.runAllReduce(buffer, op)),
+    );
   }
 
   /** In place: every rank ends with `root`'s buffer (passed along the ring, pipelined). */
@@ -497,7 +501,16 @@ export class CollectiveGroup {
       return Promise.reject(
         new ConfigError(`broadcast root must be a rank in [0, ${this.worldSize}), got ${root}`),
       );
-    return this.enqueue(() => this.runBroadcast(buffer, root));
+    return this.enqueue(() =>
+      this.measured('broadcast', buffer.byteLength, () => this.runBroadcast(buffer, root)),
+    );
+  }
+
+  /** Counts an operation that completed; failed ones count nowhere. */
+  private async measured(op: CollectiveOp, bytes: number, run: () => Promise<void>): Promise<void> {
+    const started = performance.now();
+    await run();
+    this.metrics.observe(op, bytes, (performance.now() - started) / 1000);
   }
 
   private enqueue(run: () => Promise<void>): Promise<void> {
