@@ -64,7 +64,7 @@ describe('parseManifest', () => {
       dir: 'checkpoints/toolcall-grpo',
       everySteps: 100,
       keep: 3,
-      resume: true,
+      resume: false,
     });
     expect(m.spec.serve).toBeUndefined();
   });
