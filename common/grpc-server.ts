@@ -61,7 +61,8 @@ export const CHANNEL_OPTIONS: grpc.ChannelOptions = {
   'grpc.max_receive_message_length': 64 * 1024 * 1024,
   'grpc.max_send_message_length': 64 * 1024 * 1024,
   'grpc.keepalive_time_ms': 10_000,
-  'grpc.keepalive_timeout_ms': 5_000,
+  // gRPC's default: a process whose loop a long computation holds must not drop its channels.
+  'grpc.keepalive_timeout_ms': 20_000,
   'grpc.keepalive_permit_without_calls': 1,
   'grpc.enable_retries': 0,
 };

@@ -252,4 +252,31 @@ spec:
     expect(run.stdout).toMatch(/step 2\/2: sft loss/);
     expect(summaryOf(run.stdout)).toMatchObject({ steps: 2, status: 'SUCCEEDED' });
   });
+
+  it('without an address runs the job on an embedded cluster, from a directory outside clawray', () => {
+    const file = manifest(
+      'embedded',
+      TOOLCALL('tc-embedded').replace('steps: 3', 'steps: 1').replace('everySteps: 0', 'everySteps: 1'),
+    );
+    const home = mkdtempSync(join(tmpdir(), 'clawray-home-'));
+    try {
+      const result = spawnSync(
+        process.execPath,
+        [distEntry('cli/main'), 'job', 'submit', 'job.yaml', '--json'],
+        {
+          cwd: join(file, '..'),
+          encoding: 'utf8',
+          env: { ...process.env, CLAWRAY_ADDRESS: '', CLAWRAY_HOME: home },
+          timeout: 180_000,
+        },
+      );
+      expect(result.stderr).toMatch(/no cluster address; starting a local cluster/);
+      expect(result.status).toBe(0);
+      // The first held-out task's transcript goes to the log with every evaluation.
+      expect(result.stdout).toMatch(/eval sample: assistant: /);
+      expect(summaryOf(result.stdout)).toMatchObject({ steps: 1, status: 'SUCCEEDED' });
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
 });

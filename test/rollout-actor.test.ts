@@ -60,6 +60,22 @@ describe('RolloutEngine as an actor', () => {
     }
   });
 
+  it('caps maxTokens at the context the prompt leaves, and names a conversation that fills it', async () => {
+    // The tiny preset's context is 1024 tokens; each 'x ' is at least one token.
+    const long = 'x '.repeat(500);
+    const capped = (await engine.remote.chat({
+      messages: [{ role: 'user', content: long.slice(0, 1900) }],
+      maxTokens: 4096,
+      seed: 1,
+    })) as ChatResult;
+    expect(capped.promptTokenIds.length + capped.tokenIds.length).toBeLessThanOrEqual(1024);
+    const err = await engine.remote
+      .chat({ messages: [{ role: 'user', content: long.repeat(3) }], maxTokens: 8 })
+      .catch((e: unknown) => e);
+    expect(err).toMatchObject({ remoteName: 'ContextLengthError' });
+    expect((err as Error).message).toMatch(/fills the model's context of 1024/);
+  });
+
   it('takes new weights over the wire as typed arrays', async () => {
     const name = 'model.norm.weight';
     const version = await engine.remote.updateWeights(1, { [name]: new Float32Array(64).fill(3) });

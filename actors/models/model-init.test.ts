@@ -102,6 +102,15 @@ describe('initRandomModel', () => {
     expect(typeof tokConfig.chat_template).toBe('string');
   });
 
+  it("takes a context length in place of the preset's, and refuses a nonsensical one", () => {
+    const dir = join(root, 'long');
+    initRandomModel({ preset: 'tiny', outDir: dir, seed: 3, maxContext: 8192 });
+    expect(loadModelDir(dir).config.max_position_embeddings).toBe(8192);
+    expect(() => initRandomModel({ preset: 'tiny', outDir: join(root, 'bad'), maxContext: 2.5 })).toThrow(
+      /maxContext must be a whole number ≥ 16, got 2.5/,
+    );
+  });
+
   it('is deterministic: the same seed writes byte-identical files, another seed other weights', () => {
     const a = initRandomModel({ preset: 'tiny', outDir: join(root, 'a'), seed: 42 }).dir;
     const b = initRandomModel({ preset: 'tiny', outDir: join(root, 'b'), seed: 42 }).dir;

@@ -49,6 +49,8 @@ export interface InitRandomModelOptions {
   dtype?: ModelDtype;
   /** Write into a directory that already holds a config.json (default: refuse). */
   overwrite?: boolean;
+  /** Context length (`max_position_embeddings`) in place of the preset's. */
+  maxContext?: number;
 }
 
 export interface InitRandomModelResult {
@@ -166,7 +168,15 @@ export function initRandomModel(options: InitRandomModelOptions): InitRandomMode
   // Left over from an earlier model, these would take precedence over the files written here.
   for (const stale of [SAFETENSORS_INDEX_FILE, CHAT_TEMPLATE_FILE]) rmSync(join(dir, stale), { force: true });
 
-  const presetConfig = PRESETS[preset];
+  if (
+    options.maxContext !== undefined &&
+    !(Number.isSafeInteger(options.maxContext) && options.maxContext >= 16)
+  )
+    throw new ConfigError(`maxContext must be a whole number ≥ 16, got ${options.maxContext}`);
+  const presetConfig = {
+    ...PRESETS[preset],
+    max_position_embeddings: options.maxContext ?? PRESETS[preset].max_position_embeddings,
+  };
   const tokenizerJson = buildByteLevelTokenizerJson(presetConfig.vocab_size);
   const tokenizerConfig = tokenizerConfigJson(tokenizerJson, presetConfig.max_position_embeddings);
   const tokenizer = Tokenizer.fromJson(tokenizerJson, tokenizerConfig, join(dir, TOKENIZER_FILE));

@@ -25,6 +25,12 @@ export interface ChatResult extends GenerateResult {
   toolCalls: ToolCall[];
 }
 
+/**
+ * A conversation outgrew the model's context: its prompt leaves no room for one more token.
+ * An RL episode ends there (truncated), as slime ends samples that reach the length limit.
+ */
+export class ContextLengthError extends ConfigError {}
+
 export class RolloutEngine {
   private readonly loading: Promise<RolloutModel>;
   /** Buckets of a weight version received so far (see stageWeights). */
@@ -47,11 +53,24 @@ export class RolloutEngine {
     return (await this.loading).generate(request);
   }
 
-  /** Applies the chat template, generates, and splits tool calls out of the text. */
+  /**
+   * Applies the chat template, generates, and splits tool calls out of the text. `maxTokens` is
+   * capped at the context the prompt leaves; a prompt that fills the context throws
+   * ContextLengthError.
+   */
   async chat(request: ChatRequest): Promise<ChatResult> {
     const model = await this.loading;
     const { messages, tools, ...sampling } = request;
-    const result = await model.generate({ ...sampling, promptTokenIds: model.encodeChat(messages, tools) });
+    const promptTokenIds = model.encodeChat(messages, tools);
+    const room = model.maxContext - promptTokenIds.length;
+    if (room < 1) {
+      throw new ContextLengthError(
+        `the conversation (${promptTokenIds.length} tokens) fills the model's context of ${model.maxContext}`,
+        { fields: { promptTokens: promptTokenIds.length, maxContext: model.maxContext } },
+      );
+    }
+    const maxTokens = Math.min(sampling.maxTokens ?? room, room);
+    const result = await model.generate({ ...sampling, maxTokens, promptTokenIds });
     const text = result.text ?? model.decode(result.tokenIds);
     const { content, toolCalls } = tools?.length
       ? model.parseToolCalls(text)

@@ -50,6 +50,11 @@ export class RolloutModel implements ChatModel {
     this.id = id;
   }
 
+  /** Prompt plus generated tokens one sequence may hold. */
+  get maxContext(): number {
+    return this.model.config.max_position_embeddings;
+  }
+
   static async load(options: RolloutModelOptions): Promise<RolloutModel> {
     const dir = options.modelDir;
     const onnxFile = join(dir, ONNX_FILE);

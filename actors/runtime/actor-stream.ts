@@ -22,26 +22,47 @@ export const STREAM_WINDOW_BYTES = 8 * 1024 * 1024;
 export const SESSION_WINDOW_BYTES = 32 * 1024 * 1024;
 
 const KEEPALIVE_MS = 10_000;
+/**
+ * How long a ping may go unanswered. An actor host answers pings on its event loop, which a
+ * trainer step or a model export holds for seconds at a time (as a Ray actor's compute holds
+ * its thread), so this is generous: a dead process is reported by the head, not by this.
+ */
+const PING_TIMEOUT_MS = 30_000;
 
 /** Opens an HTTP/2 session to an actor host, pinged while open so a vanished peer is noticed. */
-export function openActorSession(address: string, onGone: () => void): http2.ClientHttp2Session {
+export function openActorSession(
+  address: string,
+  onGone: () => void,
+  timing: { keepaliveMs: number; pingTimeoutMs: number } = {
+    keepaliveMs: KEEPALIVE_MS,
+    pingTimeoutMs: PING_TIMEOUT_MS,
+  },
+): http2.ClientHttp2Session {
   const session = http2.connect(`http://${address}`, {
     settings: { initialWindowSize: STREAM_WINDOW_BYTES },
   });
   session.once('connect', () => session.setLocalWindowSize(SESSION_WINDOW_BYTES));
   const timer = setInterval(() => {
     if (session.closed || session.destroyed) return;
-    const deadline = setTimeout(
-      () => session.destroy(new Error(`actor host ${address} stopped answering pings`)),
-      5000,
-    );
+    let acked = false;
+    const deadline = setTimeout(() => {
+      // When this process's own loop was blocked, the ack may be read but not yet handled:
+      // timers run before I/O, so decide only after the I/O phase that follows.
+      setImmediate(() => {
+        if (!acked) session.destroy(new Error(`actor host ${address} stopped answering pings`));
+      });
+    }, timing.pingTimeoutMs);
     deadline.unref();
-    try {
-      session.ping(() => clearTimeout(deadline));
-    } catch {
+    const done = () => {
+      acked = true;
       clearTimeout(deadline);
+    };
+    try {
+      session.ping(done);
+    } catch {
+      done();
     }
-  }, KEEPALIVE_MS);
+  }, timing.keepaliveMs);
   timer.unref();
   const gone = () => {
     clearInterval(timer);

@@ -71,8 +71,15 @@ function hasAsyncMethods(obj: object): boolean {
 
 async function importModule(specifier: string): Promise<Record<string, unknown>> {
   if (specifier.startsWith('file:') || specifier.startsWith('node:')) return import(specifier);
-  // A package name resolves from the working directory, where the user's packages live.
-  const resolved = createRequire(join(process.cwd(), 'noop.js')).resolve(specifier);
+  // A package name resolves from the working directory, where the user's packages live; what is
+  // not there (clawray's own actors, under a global or npx install) resolves from clawray itself.
+  let resolved: string;
+  try {
+    resolved = createRequire(join(process.cwd(), 'noop.js')).resolve(specifier);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND') throw err;
+    return import(specifier);
+  }
   return import(resolved);
 }
 

@@ -75,6 +75,19 @@ describe('PolicyTrainer', () => {
     decoder.dispose();
   });
 
+  it("takes a step's own learning rate in place of the schedule's (a warm start's rate)", async () => {
+    const decoder = new TfjsDecoder(model.config, model.weights);
+    const trainer = new PolicyTrainer(decoder, { method: 'rl', optimizer: { lr: 1e-4, weightDecay: 0 } });
+    const before = decoder.readTrainable().get('model.norm.weight')!.slice();
+    const warm = await trainer.step(samples, { method: 'sft', lr: 5e-2 });
+    expect(warm.lr).toBe(5e-2);
+    // Adam's first step moves every weight with a gradient by about lr.
+    const moved = decoder.readTrainable().get('model.norm.weight')!;
+    expect(Math.max(...moved.map((v, i) => Math.abs(v - before[i])))).toBeGreaterThan(1e-2);
+    expect((await trainer.step(samples)).lr).toBe(1e-4);
+    decoder.dispose();
+  });
+
   it('takes the same step with 2 shards (summed gradients) as with 1 shard on the whole batch', async () => {
     const single = new PolicyTrainer(new TfjsDecoder(model.config, model.weights), options);
     const shards = [0, 1].map(() => new PolicyTrainer(new TfjsDecoder(model.config, model.weights), options));

@@ -57,6 +57,8 @@ export interface StepOptions {
   reduce?: GradientReducer;
   /** This step's objective (an SFT warm start before RL); default the trainer's method. */
   method?: 'rl' | 'sft';
+  /** This step's learning rate, in place of the schedule's (a warm start's own rate). */
+  lr?: number;
 }
 
 /**
@@ -169,10 +171,12 @@ export class PolicyTrainer {
     const summed = unflatten(flat!, this.names, this.shapes);
     const gradNorm =
       this.options.maxGradNorm === 0 ? Number.NaN : clipGradNorm(summed, this.options.maxGradNorm ?? 1);
-    const lr = lrAt(this.optimizer.stepsTaken, {
-      baseLr: this.options.optimizer.lr,
-      ...this.options.schedule,
-    });
+    const lr =
+      options.lr ??
+      lrAt(this.optimizer.stepsTaken, {
+        baseLr: this.options.optimizer.lr,
+        ...this.options.schedule,
+      });
     const params = this.decoder.readTrainable();
     this.optimizer.step(params, summed, lr);
     this.decoder.assignTrainable(params);

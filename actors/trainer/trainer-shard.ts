@@ -160,13 +160,14 @@ export class TrainerShard extends CollectiveMember {
    */
   async trainStep(
     samples: TrainSample[],
-    options: { globalTokens?: number; method?: 'rl' | 'sft' } = {},
+    options: { globalTokens?: number; method?: 'rl' | 'sft'; lr?: number } = {},
   ): Promise<StepMetrics> {
     const { trainer } = await this.loading;
     const started = performance.now();
     const metrics = await trainer.step(samples, {
       globalTokens: options.globalTokens,
       method: options.method,
+      lr: options.lr,
       reduce: this.collective ? (flat) => this.allReduce(flat, 'sum') : undefined,
     });
     const m = this.metrics;

@@ -147,6 +147,9 @@ const modelSchema = section(
     init: section({
       preset: oneOf(['tiny', 'small'] as const).describe('Model size preset (as `clawray model init`)'),
       seed: count(0).default(0).describe('Seed of the random weights'),
+      maxContext: count(16)
+        .optional()
+        .describe("Context length in tokens in place of the preset's (1024 for tiny, 2048 for small)"),
     })
       .optional()
       .describe(

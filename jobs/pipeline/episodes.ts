@@ -8,6 +8,7 @@ import type { EnvPool } from '../../actors/envs/env-pool.js';
 import type { Action, ChatMessage, ToolSchema } from '../../actors/envs/environment.js';
 import type { ChatResult, RolloutEngine } from '../../actors/rollout/rollout-engine-actor.js';
 import type { ActorHandle } from '../../actors/runtime/actor-handle.js';
+import { ActorError } from '../../common/errors.js';
 
 export interface Sampling {
   maxTokens: number;
@@ -55,12 +56,35 @@ export interface RolloutContext {
 
 export type RolloutFunction = (context: RolloutContext) => Promise<Episode>;
 
-/** The default rollout: chat until the environment says done or maxTurns is reached. */
+/** The rollout engine's error for a conversation that no longer fits the model's context. */
+export function isContextLengthError(err: unknown): boolean {
+  return err instanceof ActorError && err.remoteName === 'ContextLengthError';
+}
+
+/**
+ * The default rollout: chat until the environment says done or maxTurns is reached. A
+ * conversation that outgrows the model's context ends there, scored by the environment's
+ * evaluation (`info.truncated`); one whose first prompt does not fit is a configuration error.
+ */
 export const defaultRollout: RolloutFunction = async (ctx) => {
   let { messages, tools } = await ctx.reset();
   const turns: TurnSample[] = [];
   for (let t = 0; t < ctx.maxTurns; t++) {
-    const result = await ctx.chat(messages, tools);
+    let result: ChatResult;
+    try {
+      result = await ctx.chat(messages, tools);
+    } catch (err) {
+      if (t === 0 || !isContextLengthError(err)) throw err;
+      const final = await ctx.evaluate();
+      return {
+        taskId: ctx.taskId,
+        turns,
+        reward: final.reward,
+        done: false,
+        info: { ...final.info, truncated: true },
+        messages,
+      };
+    }
     const action: Action = { content: result.content || null };
     if (result.toolCalls.length > 0) action.tool_calls = result.toolCalls;
     turns.push({

@@ -17,6 +17,27 @@ export interface EvalResult {
   rewardMean: number;
   episodes: number;
   seconds: number;
+  /** What the policy did on the first evaluation task, in one line (for the job log). */
+  sample?: string;
+}
+
+const SAMPLE_CHARS = 240;
+
+/** The conversation after its first `skip` messages, one line: `assistant: … | tool: …`. */
+export function transcriptLine(
+  messages: readonly {
+    role: string;
+    content?: string | null;
+    tool_calls?: readonly { function: { name: string; arguments: string } }[];
+  }[],
+  skip: number,
+): string {
+  const parts = messages.slice(skip).map((m) => {
+    const calls = (m.tool_calls ?? []).map((c) => `${c.function.name}(${c.function.arguments})`);
+    return `${m.role}: ${[m.content ?? '', ...calls].filter(Boolean).join(' ')}`.replace(/\s+/g, ' ');
+  });
+  const line = parts.join(' | ');
+  return line.length > SAMPLE_CHARS ? `${line.slice(0, SAMPLE_CHARS)}…` : line;
 }
 
 export interface EnvEvalOptions {
@@ -34,6 +55,7 @@ export async function evaluateEnv(o: EnvEvalOptions): Promise<EvalResult> {
   let next = 0;
   let solved = 0;
   let rewardSum = 0;
+  let sample: string | undefined;
   const worker = async (w: number) => {
     for (let i = next++; i < o.taskIds.length; i = next++) {
       const episode = await playEpisode({
@@ -46,6 +68,7 @@ export async function evaluateEnv(o: EnvEvalOptions): Promise<EvalResult> {
       });
       rewardSum += episode.reward;
       if (episode.reward >= 1) solved++;
+      if (i === 0) sample = transcriptLine(episode.messages, episode.turns[0]?.messages.length ?? 0);
     }
   };
   await Promise.all(Array.from({ length: Math.min(o.parallel, o.taskIds.length) }, (_, w) => worker(w)));
@@ -55,6 +78,7 @@ export async function evaluateEnv(o: EnvEvalOptions): Promise<EvalResult> {
     rewardMean: n ? rewardSum / n : 0,
     episodes: n,
     seconds: (performance.now() - started) / 1000,
+    sample,
   };
 }
 
@@ -83,5 +107,6 @@ export async function evaluatePersonal(o: PersonalEvalOptions): Promise<EvalResu
     rewardMean: report.score,
     episodes: report.sessions.length,
     seconds: (performance.now() - started) / 1000,
+    sample: report.sessions[0] && transcriptLine(report.sessions[0].messages, 0),
   };
 }

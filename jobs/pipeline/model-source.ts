@@ -32,11 +32,12 @@ export function prepareModelDir(spec: RLJobSpec['model'], workingDir: string, da
         { fields: { field: 'spec.model.path', path: dir } },
       );
     }
-    dir = join(dataDir, 'models', `${spec.init.preset}-seed${spec.init.seed}`);
+    const { preset, seed, maxContext } = spec.init;
+    dir = join(dataDir, 'models', `${preset}-seed${seed}${maxContext ? `-ctx${maxContext}` : ''}`);
     if (!existsSync(join(dir, CONFIG_FILE))) {
       const tmp = `${dir}.tmp-${process.pid}`;
       rmSync(tmp, { recursive: true, force: true });
-      initRandomModel({ preset: spec.init.preset, outDir: tmp, seed: spec.init.seed });
+      initRandomModel({ preset, outDir: tmp, seed, maxContext });
       mkdirSync(join(dir, '..'), { recursive: true });
       rmSync(dir, { recursive: true, force: true });
       // A rename is atomic: two jobs initialising the same preset never see half a model.

@@ -30,6 +30,7 @@ import type { RLJobManifest } from '../manifest/schema.js';
 import { type ActorSet, createActorSet } from './actor-set.js';
 import { buildSamples, GroupAssembler, groupKey, shardSamples } from './batches.js';
 import { ChatCodec } from './chat-codec.js';
+import { EpisodeQueue } from './episode-queue.js';
 import { type Episode, playEpisode, type RolloutFunction } from './episodes.js';
 import { type EvalResult, evaluateEnv, evaluatePersonal } from './evaluation.js';
 import { JobMetrics } from './job-metrics.js';
@@ -297,10 +298,13 @@ export class RLPipeline {
         o.log(
           `eval step ${this.step}: held-out ${spec.track === 'personal' ? 'preference score' : 'success'} ${r.success.toFixed(3)} (${r.episodes} ${spec.track === 'personal' ? 'sessions' : 'tasks'}, mean reward ${r.rewardMean.toFixed(3)}, ${r.seconds.toFixed(1)} s)`,
         );
+        if (r.sample) o.log(`eval sample: ${r.sample}`);
       };
 
       this.startedAt = performance.now();
-      if (this.evals.length === 0) await runEval();
+      // everySteps 0 means no evaluation at all, not even the start and end points.
+      const evaluates = spec.eval.everySteps > 0;
+      if (evaluates && this.evals.length === 0) await runEval();
 
       // Warm start (or the whole job, for method sft): SFT on the oracle traces.
       const sftSteps = spec.method === 'sft' ? spec.train.steps : this.warmupSteps();
@@ -338,7 +342,7 @@ export class RLPipeline {
         });
       }
       const lastEval = this.evals.at(-1);
-      if (!this.stopRequested && (!lastEval || lastEval.step !== this.step)) await runEval();
+      if (evaluates && !this.stopRequested && (!lastEval || lastEval.step !== this.step)) await runEval();
       await this.checkpoint(actors);
       this.phase = 'done';
       const p = this.progress();
@@ -408,7 +412,12 @@ export class RLPipeline {
   }
 
   /** One optimizer step over all shards; returns the mean loss. */
-  private async trainStep(actors: ActorSet, samples: TrainSample[], method: 'rl' | 'sft'): Promise<number> {
+  private async trainStep(
+    actors: ActorSet,
+    samples: TrainSample[],
+    method: 'rl' | 'sft',
+    lr?: number,
+  ): Promise<number> {
     const globalTokens = samples.reduce((n, s) => n + s.tokenIds.length - s.responseStart, 0);
     const parts = shardSamples(samples, actors.trainers.length);
     // Every rank joins the all-reduce; a rank without samples adds a zero-gradient one.
@@ -420,7 +429,7 @@ export class RLPipeline {
           parts[i].length > 0
             ? parts[i]
             : [{ ...filler, advantages: 0, oldLogprobs: filler.oldLogprobs ?? [] }],
-          { globalTokens, method },
+          { globalTokens, method, lr },
         ),
       ),
     );
@@ -485,7 +494,7 @@ export class RLPipeline {
     for (let s = done; s < total && !this.stopRequested; s++) {
       const started = performance.now();
       const batch = Array.from({ length: size }, (_, k) => traces[(s * size + k) % traces.length]);
-      const loss = await this.trainStep(actors, batch, 'sft');
+      const loss = await this.trainStep(actors, batch, 'sft', sft ? undefined : this.spec.train.warmup?.lr);
       if (sft) {
         this.step = s + 1;
         this.samplesTrained += batch.length;
@@ -507,8 +516,10 @@ export class RLPipeline {
       this.o.log(`${sft ? 'step' : 'warmup step'} ${s + 1}/${total}: sft loss ${loss.toFixed(4)}`);
       const evalEvery = this.spec.eval.everySteps;
       const last = s + 1 === total;
-      if (sft || last) await this.publish(actors, publisher, true);
-      if (sft && ((evalEvery > 0 && this.step % evalEvery === 0) || last)) await runEval();
+      // SFT needs no rollouts, so the engines get the weights only when something reads them.
+      const evalDue = sft && evalEvery > 0 && (this.step % evalEvery === 0 || last);
+      if (evalDue || last) await this.publish(actors, publisher, true);
+      if (evalDue) await runEval();
       if (sft) await this.maybeCheckpoint(actors);
     }
     if (!sft) {
@@ -576,17 +587,9 @@ export class RLPipeline {
     } else {
       const slots = spec.env!.parallel * actors.pools.length;
       this.rolloutSlots = slots;
-      const queue: Array<{ group: number; index: number }> = [];
-      const take = async () => {
-        if (queue.length === 0) {
-          const group = await gate.acquire();
-          if (group === undefined) return undefined;
-          for (let i = 0; i < G; i++) queue.push({ group, index: i });
-        }
-        return queue.shift();
-      };
+      const episodes = new EpisodeQueue(gate, G);
       const worker = async (w: number) => {
-        for (let item = await take(); item; item = await take()) {
+        for (let item = await episodes.take(); item; item = await episodes.take()) {
           const task = c.trainTasks[item.group % c.trainTasks.length];
           let episode: Episode | undefined;
           for (let attempt = 1; !episode; attempt++) {
