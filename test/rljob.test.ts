@@ -208,6 +208,37 @@ describe('clawray job submit MANIFEST (the RL pipeline on a cluster of real proc
     expect(run.stdout).toMatch(/summary/);
   });
 
+  it('ends an episode whose conversation outgrows the model context, instead of failing the job', () => {
+    // The environment answers the first turn with a long message: the second prompt cannot
+    // fit in a 256-token context, so the episode ends truncated after one turn.
+    const env = `export default () => {
+  let messages = [];
+  return {
+    async reset(id) { messages = [{ role: 'user', content: 'Hi ' + id }]; return { messages, text: '', tools: [] }; },
+    async step(action) {
+      messages = [...messages, { role: 'assistant', content: action.content ?? '' }, { role: 'user', content: 'x '.repeat(400) }];
+      return { observation: { messages, text: '', tools: [] }, reward: 0, done: false, info: {} };
+    },
+    async evaluate() { return { reward: messages.length % 2 ? 1 : -1, info: {} }; },
+    async close() {},
+  };
+};\n`;
+    const reward = 'export default ({ info }) => (info.truncated ? 1 : -1);\n';
+    const file = manifest(
+      'truncated',
+      `${TOOLCALL('tc-truncated')
+        .replace('init: { preset: tiny }', 'init: { preset: tiny, maxContext: 256 }')
+        .replace('maxTurns: 2', 'maxTurns: 3')}  plugins: { environment: ./env.mjs, reward: ./reward.mjs }\n`,
+      { 'env.mjs': env, 'reward.mjs': reward },
+    );
+    const run = clawray(['job', 'submit', file, '--json']);
+    expect(run.code).toBe(0);
+    const lines = stepLines(run.stdout);
+    expect(lines).toHaveLength(3);
+    // Every episode was truncated (the reward plugin pays +1 only for that).
+    for (const line of lines) expect(line).toMatch(/reward 1\.000/);
+  });
+
   it('runs the personal track: simulated users over the OpenAI endpoint, reaction judge, combine', () => {
     const file = manifest(
       'personal',
