@@ -7,7 +7,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { ConfigError } from '../../common/errors.js';
-import { type ChatTemplate, loadChatTemplate } from './chat-template.js';
+import { type ChatMessage, type ChatTemplate, loadChatTemplate, type ToolSchema } from './chat-template.js';
 import { type Dims, dims, eosTokenIds, loadModelConfig, type ModelConfig } from './model-config.js';
 import { loadTensors, type SourcedTensor } from './safetensors.js';
 import { Tokenizer } from './tokenizer.js';
@@ -150,4 +150,16 @@ export function loadModelDir(dir: string, options: LoadModelDirOptions = {}): Mo
   }
   const weights = options.weights === false ? new Map() : checkWeights(loadTensors(dir), d, dir);
   return { dir, config, dims: d, weights, tokenizer, chatTemplate, generationConfig, eosTokenIds: eosIds };
+}
+
+/** The token ids of a chat prompt: the model's chat template with the generation prompt. */
+export function encodeChatPrompt(model: ModelDir, messages: ChatMessage[], tools?: ToolSchema[]): number[] {
+  if (!model.chatTemplate) {
+    throw new ConfigError(
+      `${model.dir} has no chat template (tokenizer_config.json chat_template); it is a base model`,
+      { fields: { modelDir: model.dir } },
+    );
+  }
+  const text = model.chatTemplate.render({ messages, tools, addGenerationPrompt: true });
+  return model.tokenizer.encode(text, { addSpecialTokens: false });
 }

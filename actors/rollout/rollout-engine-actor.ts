@@ -10,7 +10,7 @@
 import { register } from 'prom-client';
 import { ConfigError } from '../../common/errors.js';
 import type { ChatMessage, ToolCall, ToolSchema } from './chat-model.js';
-import type { GenerateRequest, GenerateResult } from './rollout-engine.js';
+import { DEFAULT_MAX_TOKENS, type GenerateRequest, type GenerateResult } from './rollout-engine.js';
 import { RolloutModel, type RolloutModelOptions } from './rollout-model.js';
 
 export type RolloutEngineOptions = Omit<RolloutModelOptions, 'registry'>;
@@ -69,7 +69,7 @@ export class RolloutEngine {
         { fields: { promptTokens: promptTokenIds.length, maxContext: model.maxContext } },
       );
     }
-    const maxTokens = Math.min(sampling.maxTokens ?? room, room);
+    const maxTokens = Math.min(sampling.maxTokens ?? DEFAULT_MAX_TOKENS, room);
     const result = await model.generate({ ...sampling, maxTokens, promptTokenIds });
     const text = result.text ?? model.decode(result.tokenIds);
     const { content, toolCalls } = tools?.length

@@ -19,6 +19,9 @@ import {
 } from './sampler.js';
 
 /** The queue is full: the caller should back off and retry. */
+/** Tokens a request generates at most when it does not say. */
+export const DEFAULT_MAX_TOKENS = 256;
+
 export class EngineBusyError extends ClawrayError {
   override readonly retryable = true;
 }
@@ -149,7 +152,7 @@ export class GenerationEngine {
   }
 
   generate(request: GenerateRequest): Promise<GenerateResult> {
-    const maxTokens = request.maxTokens ?? 256;
+    const maxTokens = request.maxTokens ?? DEFAULT_MAX_TOKENS;
     const vocab = this.decoder.layout.vocab;
     if (request.promptTokenIds.length === 0)
       return Promise.reject(new ConfigError('promptTokenIds is empty'));

@@ -11,7 +11,7 @@ import type { Registry } from 'prom-client';
 import { ConfigError } from '../../common/errors.js';
 import { createLogger, type Logger } from '../../common/logger.js';
 import { parseToolCalls } from '../models/chat-template.js';
-import { loadModelDir, type ModelDir } from '../models/model-dir.js';
+import { encodeChatPrompt, loadModelDir, type ModelDir } from '../models/model-dir.js';
 import { exportDecoderOnnx } from '../models/onnx-export.js';
 import { checkDecoderIo, readOnnxIo } from '../models/onnx-inputs.js';
 import type { WeightMap } from '../models/weight-names.js';
@@ -127,13 +127,7 @@ export class RolloutModel implements ChatModel {
   }
 
   encodeChat(messages: ChatMessage[], tools?: ToolSchema[]): number[] {
-    if (!this.model.chatTemplate) {
-      throw new ConfigError(
-        `${this.model.dir} has no chat template (tokenizer_config.json chat_template); it is a base model`,
-      );
-    }
-    const text = this.model.chatTemplate.render({ messages, tools, addGenerationPrompt: true });
-    return this.model.tokenizer.encode(text, { addSpecialTokens: false });
+    return encodeChatPrompt(this.model, messages, tools);
   }
 
   decode(tokenIds: number[]): string {

@@ -78,7 +78,10 @@ async function importModule(specifier: string): Promise<Record<string, unknown>>
     resolved = createRequire(join(process.cwd(), 'noop.js')).resolve(specifier);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND') throw err;
-    return import(specifier);
+    // Missing in both places: the working directory's error is the one that says where to look.
+    return import(specifier).catch(() => {
+      throw err;
+    });
   }
   return import(resolved);
 }

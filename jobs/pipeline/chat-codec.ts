@@ -6,7 +6,7 @@
 
 import type { ChatMessage, ToolCall, ToolSchema } from '../../actors/models/chat-template.js';
 import { parseToolCalls } from '../../actors/models/chat-template.js';
-import { loadModelDir, type ModelDir } from '../../actors/models/model-dir.js';
+import { encodeChatPrompt, loadModelDir, type ModelDir } from '../../actors/models/model-dir.js';
 import { ConfigError } from '../../common/errors.js';
 
 export class ChatCodec {
@@ -30,8 +30,7 @@ export class ChatCodec {
   }
 
   encodeChat(messages: ChatMessage[], tools?: ToolSchema[]): number[] {
-    const text = this.model.chatTemplate!.render({ messages, tools, addGenerationPrompt: true });
-    return this.model.tokenizer.encode(text, { addSpecialTokens: false });
+    return encodeChatPrompt(this.model, messages, tools);
   }
 
   decode(tokenIds: number[]): string {
