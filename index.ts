@@ -11,8 +11,10 @@ import { Cluster, type ClusterOptions } from './actors/runtime/cluster.js';
 import type { LocalClusterOptions } from './local/local-cluster.js';
 
 export { type ActorContext, actorContext } from './actors/runtime/actor-context.js';
-export { ActorHandle, type RemoteMethods } from './actors/runtime/actor-handle.js';
+export { type ActorCallView, ActorHandle, type RemoteMethods } from './actors/runtime/actor-handle.js';
 export type { ActorOptions } from './actors/runtime/actor-options.js';
+export type { CallOptions } from './actors/runtime/call-options.js';
+export { callSignal } from './actors/runtime/call-scope.js';
 export {
   Cluster,
   type ClusterOptions,

@@ -18,8 +18,9 @@ import { join, resolve } from 'node:path';
 import { Cluster } from '../actors/runtime/cluster.js';
 import { silentLogger } from '../common/logger.js';
 import { packageRoot } from '../common/package-root.js';
+import { MemoryTrajectoryBuffer } from '../jobs/buffer/memory-buffer.js';
 import { parseManifest } from '../jobs/manifest/load.js';
-import { RLPipeline } from '../jobs/pipeline/rl-pipeline.js';
+import { RLDriver } from '../jobs/rl/driver.js';
 import { LocalCluster } from '../local/local-cluster.js';
 
 const STEPS = 6;
@@ -87,16 +88,20 @@ export async function runPipelineBench(): Promise<Record<string, unknown>> {
     for (const regime of ['agentic', 'compute'] as const) {
       for (const mode of ['sync', 'async'] as const) {
         const m = parseManifest(manifest(regime, mode === 'async', examples), `${regime}-${mode}.yaml`);
-        const pipeline = new RLPipeline({
+        const driver = new RLDriver({
           cluster,
           manifest: m,
           workingDir: dir,
           dataDir: dir,
-          jobId: `bench-${regime}-${mode}`,
+          submissionId: `bench-${regime}-${mode}`,
+          buffers: {
+            rollouts: new MemoryTrajectoryBuffer({ name: 'rollouts' }),
+            judged: new MemoryTrajectoryBuffer({ name: 'judged' }),
+          },
           logger: silentLogger,
           log: (line) => process.stderr.write(`[${regime} ${mode}] ${line}\n`),
         });
-        const summary = await pipeline.run();
+        const summary = await driver.run();
         results[`${regime}${cap(mode)}SamplesPerSec`] = round(summary.samplesPerSecond);
         results[`${regime}${cap(mode)}TrainerIdleRatio`] = round(summary.trainerIdleRatio);
         results[`${regime}${cap(mode)}RolloutIdleRatio`] = round(summary.rolloutIdleRatio);

@@ -6,14 +6,18 @@ import { Cluster } from '../actors/runtime/cluster.js';
 import { requireClientToken } from '../common/auth.js';
 import { ConfigError } from '../common/errors.js';
 import { headFilePath } from '../common/home.js';
-import { SUPERVISOR_NAMESPACE, supervisorName } from '../common/job-names.js';
+import { DEFAULT_STOP_GRACE_MS, SUPERVISOR_NAMESPACE, supervisorName } from '../common/job-names.js';
 import { silentLogger } from '../common/logger.js';
 import { loadManifest } from '../jobs/manifest/load.js';
 import { DEFAULT_MAX_PACKAGE_BYTES, packWorkingDir } from '../jobs/package/working-dir.js';
-import type { LogChunk } from '../jobs/supervisor/job-supervisor.js';
-import { JobsClient, type JobView, TERMINAL_STATUSES } from '../jobs/supervisor/jobs-client.js';
+import {
+  JobsClient,
+  type JobView,
+  type LogChunk,
+  TERMINAL_STATUSES,
+} from '../jobs/supervisor/jobs-client.js';
 import { int } from './cli-parse.js';
-import { isManifestPath, rljobSummaryLine, submitManifest } from './rljob-submit.js';
+import { isManifestPath, RLJOB_STOP_GRACE_MS, rljobSummaryLine, submitManifest } from './rljob-submit.js';
 import { table } from './table.js';
 
 /** Ray's limit; larger dirs are almost always a stray `.git`, `node_modules` or dataset. */
@@ -45,8 +49,14 @@ function findAddress(flag?: string): string | undefined {
   }
 }
 
+/**
+ * How long job commands wait for an unreachable head: a head restarting on Redis is back
+ * within seconds, and a `submit` or `logs -f` following a job must outlive that.
+ */
+const HEAD_RETRY_MS = 60_000;
+
 function open(address: string, token: string, onClose?: () => Promise<void>): Conn {
-  const jobs = new JobsClient(address, token);
+  const jobs = new JobsClient(address, token, HEAD_RETRY_MS);
   let cluster: Promise<Cluster> | undefined;
   return {
     jobs,
@@ -92,42 +102,78 @@ async function withConn<T>(opts: ConnOpts, fn: (c: Conn) => Promise<T>): Promise
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function readLogs(conn: Conn, submissionId: string, offset: number): Promise<LogChunk> {
+/** A running job's log comes from its supervisor; a finished one's from the head. */
+async function readLogs(conn: Conn, job: JobView, offset: number): Promise<LogChunk> {
+  if (TERMINAL_STATUSES.has(job.status)) return conn.jobs.logs(job.submissionId, offset);
   const cluster = await conn.sdk();
-  const supervisor = await cluster.getActor(supervisorName(submissionId), {
+  const supervisor = await cluster.getActor(supervisorName(job.submissionId), {
     namespace: SUPERVISOR_NAMESPACE,
   });
   return (await supervisor.call('logs', offset)) as LogChunk;
 }
 
+const toStdout = (text: string) => {
+  process.stdout.write(text);
+};
+
 /**
- * Writes the job's output to stdout from the start; with `follow`, until the job has ended.
- * Resolves with the job as the head has it at the end.
+ * Hands the job's output to `write` from the start; with `follow`, until the job has ended,
+ * across restarts (each attempt's log from its start, after a note on stderr). Resolves with
+ * the job as the head has it at the end.
  */
-async function streamLogs(conn: Conn, submissionId: string, follow: boolean): Promise<JobView> {
+async function streamLogs(
+  conn: Conn,
+  submissionId: string,
+  follow: boolean,
+  write: (text: string) => void = toStdout,
+): Promise<JobView> {
   let job = await conn.jobs.get(submissionId);
   while (follow && job.status === 'PENDING') {
     await sleep(POLL_MS);
     job = await conn.jobs.get(submissionId);
   }
+  let attempt = job.attempt;
   let offset = 0;
   for (;;) {
     let chunk: LogChunk;
     try {
-      chunk = await readLogs(conn, submissionId, offset);
+      chunk = await readLogs(conn, job, offset);
     } catch (err) {
-      // The supervisor is gone (its node died, or the job never started): the status says why.
+      const wasTerminal = TERMINAL_STATUSES.has(job.status);
       job = await conn.jobs.get(submissionId);
-      if (offset === 0 && !TERMINAL_STATUSES.has(job.status)) throw err;
-      if (offset === 0)
+      if (wasTerminal) {
+        // Not even the head has it (the supervisor died with its node): the status says why.
         process.stderr.write(`clawray: the job's logs are not available: ${(err as Error).message}\n`);
-      break;
+        break;
+      }
+      if (TERMINAL_STATUSES.has(job.status)) continue; // it ended: the head has the log now
+      if (!follow) {
+        // Its supervisor is starting, or being replaced after the driver was lost.
+        process.stderr.write(`clawray: job '${submissionId}' is ${job.status}: ${job.message}\n`);
+        break;
+      }
+      await sleep(POLL_MS);
+      continue;
     }
-    if (chunk.text) process.stdout.write(chunk.text);
+    if (chunk.attempt !== attempt) {
+      // Another attempt's log: the job restarted; it is read from its start.
+      if (chunk.attempt > attempt) {
+        process.stderr.write(`clawray: job '${submissionId}' restarted (attempt ${chunk.attempt})\n`);
+      }
+      attempt = chunk.attempt;
+      if (offset > 0) {
+        offset = 0;
+        continue;
+      }
+    }
+    if (chunk.text) write(chunk.text);
     const advanced = chunk.nextOffset > offset;
     offset = chunk.nextOffset;
     if (chunk.done || (!follow && !advanced)) break;
-    if (!advanced) await sleep(POLL_MS);
+    if (!advanced) {
+      await sleep(POLL_MS);
+      job = await conn.jobs.get(submissionId);
+    }
   }
   job = await conn.jobs.get(submissionId);
   // The supervisor reports the final status just after the last output is readable.
@@ -151,6 +197,8 @@ function describe(job: JobView): string {
   if (job.startedAtMs) lines.push(`started:       ${time(job.startedAtMs)}`);
   if (job.endedAtMs) lines.push(`ended:         ${time(job.endedAtMs)}`);
   if (job.exitCode !== undefined) lines.push(`exit code:     ${job.exitCode}`);
+  if (job.attempt > 1 || job.maxRetries > 0)
+    lines.push(`attempt:       ${job.attempt} of at most ${job.maxRetries + 1}`);
   if (job.workingDirHash) lines.push(`working dir:   ${job.workingDirHash}`);
   return lines.join('\n');
 }
@@ -163,6 +211,7 @@ function summary(job: JobView): string {
     message: job.message,
     startedAtMs: job.startedAtMs ?? null,
     endedAtMs: job.endedAtMs ?? null,
+    attempt: job.attempt,
   });
 }
 
@@ -204,6 +253,9 @@ interface SubmitOpts extends ConnOpts {
   metadataJson?: string;
   set: string[];
   resume?: boolean;
+  resumeFrom?: string;
+  maxRetries?: number;
+  stopGraceMs?: number;
 }
 
 export function registerJobCommands(program: Command): void {
@@ -236,7 +288,21 @@ export function registerJobCommands(program: Command): void {
         (v: string, all: string[]) => [...all, v],
         [] as string[],
       )
-      .option('--resume', 'manifest: resume from the newest checkpoint in spec.checkpoint.dir')
+      .option('--resume', "manifest: resume from the newest checkpoint of this job's newest run")
+      .option(
+        '--resume-from <submission-id[/step-N]>',
+        "manifest: resume from that run's newest checkpoint, or from that step of it",
+      )
+      .option(
+        '--max-retries <n>',
+        'start the entrypoint again when its driver is lost (its node dies, or it is SIGKILLed); an error exit is final, except 75, which asks for a restart (default 0; manifests: spec.maxDriverRestarts)',
+        int('--max-retries'),
+      )
+      .option(
+        '--stop-grace-ms <ms>',
+        `on stop, SIGKILL this long after SIGTERM (default ${DEFAULT_STOP_GRACE_MS}; manifests ${RLJOB_STOP_GRACE_MS}, time to checkpoint)`,
+        int('--stop-grace-ms'),
+      )
       .option(
         '--json',
         'end with one JSON line: {submissionId, status, …} (manifests: steps, held-out success at start and end)',
@@ -244,7 +310,13 @@ export function registerJobCommands(program: Command): void {
   ).action(async (entrypoint: string[], opts: SubmitOpts) => {
     const manifest = isManifestPath(entrypoint) ? entrypoint[0] : undefined;
     if (manifest && !existsSync(manifest)) throw new ConfigError(`${manifest}: no such manifest file`);
-    if (manifest) await loadManifest(manifest, { set: opts.set }); // fail fast, before any cluster starts
+    if (manifest)
+      await loadManifest(manifest, { set: opts.set }); // fail fast, before any cluster starts
+    else if (opts.set.length > 0 || opts.resume || opts.resumeFrom) {
+      throw new ConfigError(
+        `${opts.set.length > 0 ? '--set' : opts.resumeFrom ? '--resume-from' : '--resume'} applies to an RLJob manifest (clawray job submit job.yaml), not to an entrypoint command`,
+      );
+    }
     const c = await connectTo(opts, true);
     let code = 0;
     try {
@@ -253,12 +325,15 @@ export function registerJobCommands(program: Command): void {
           {
             ...c,
             uploadWorkingDir: (dir, limitMb) => uploadWorkingDir(c, dir, limitMb),
-            streamLogs: (id) => streamLogs(c, id, true),
+            followLogs: (id, write) => streamLogs(c, id, true, write),
           },
           manifest,
           {
             set: opts.set,
             resume: opts.resume,
+            resumeFrom: opts.resumeFrom,
+            maxRetries: opts.maxRetries,
+            stopGraceMs: opts.stopGraceMs,
             workingDir: opts.workingDir,
             workingDirLimitMb: opts.workingDirLimitMb,
             submissionId: opts.submissionId,
@@ -281,6 +356,8 @@ export function registerJobCommands(program: Command): void {
           entrypoint: entrypoint.join(' '),
           workingDirHash,
           metadata: opts.metadataJson ? metadataFrom(opts.metadataJson) : {},
+          maxRetries: opts.maxRetries ?? 0,
+          stopGraceMs: opts.stopGraceMs ?? 0,
         });
         process.stderr.write(`clawray: job '${submitted.submissionId}' submitted\n`);
         if (opts.wait) {
@@ -323,7 +400,7 @@ export function registerJobCommands(program: Command): void {
   conn(
     job
       .command('stop')
-      .description('stop a job: SIGTERM to its process group, SIGKILL after a grace period')
+      .description("stop a job: SIGTERM to its process group, SIGKILL after the job's stop grace")
       .argument('<submission-id>')
       .option('--no-wait', 'return without waiting for the job to end'),
   ).action(async (id: string, opts: ConnOpts & { wait: boolean }) => {

@@ -9,6 +9,7 @@ import { registerEnvCommands } from './env-command.js';
 import { registerHealthCommand } from './health-command.js';
 import { registerJobCommands } from './job-commands.js';
 import { registerModelCommands } from './model-commands.js';
+import { registerRljobCommands } from './rljob-run.js';
 import { registerSandboxCommand } from './sandbox-command.js';
 import { registerServeCommand } from './serve-command.js';
 import { registerServerCommands } from './server-commands.js';
@@ -32,6 +33,7 @@ registerServeCommand(program);
 registerSandboxCommand(program);
 registerEnvCommands(program);
 registerJobCommands(program);
+registerRljobCommands(program);
 registerHealthCommand(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {

@@ -40,3 +40,40 @@ export function progress(
     },
   };
 }
+
+/** A `step N/M: what happened` log line (a job driver's), after an optional time stamp. */
+export interface StepLine {
+  step: number;
+  total: number;
+  label: string;
+}
+
+/** An optional time stamp a log line may start with (`12:01:02 `, `[2025-01-01T12:01:02Z] `). */
+export const TIME_STAMP = String.raw`(?:\[?\d[\d:.TZ+-]*\]? )?`;
+
+const STEP_LINE = new RegExp(String.raw`^${TIME_STAMP}step (\d+)\/(\d+):\s*(.*)$`);
+
+export function parseStepLine(line: string): StepLine | undefined {
+  const match = STEP_LINE.exec(line);
+  if (!match) return undefined;
+  return { step: Number(match[1]), total: Number(match[2]), label: match[3] };
+}
+
+/** Turns pieces of a text stream into whole lines (a piece may end mid-line). */
+export class LineSplitter {
+  private partial = '';
+
+  constructor(private readonly onLine: (line: string) => void) {}
+
+  push(text: string): void {
+    const parts = (this.partial + text).split('\n');
+    this.partial = parts.pop() ?? '';
+    for (const line of parts) this.onLine(line.endsWith('\r') ? line.slice(0, -1) : line);
+  }
+
+  /** The last line, if the stream did not end with a newline. */
+  end(): void {
+    if (this.partial) this.onLine(this.partial);
+    this.partial = '';
+  }
+}

@@ -1,3 +1,14 @@
+/**
+ * The longest a client of the head waits between attempts to reach a head it lost (the gRPC
+ * channel's reconnect backoff and a worker's re-registration). Kept well below the node
+ * timeout (default 3 s) so workers are back soon after a head restart; a restarted head
+ * allows reloaded nodes this much on top of the node timeout to re-register.
+ */
+export const HEAD_RECONNECT_MAX_MS = 1000;
+
+/** The first reconnect attempt after a lost head comes this soon. */
+export const HEAD_RECONNECT_INITIAL_MS = 100;
+
 export interface BackoffOptions {
   /** First delay. Default 50 ms. */
   initialMs?: number;

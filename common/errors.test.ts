@@ -6,13 +6,19 @@ import {
   AlreadyExistsError,
   AuthError,
   actorErrorFrom,
+  CallCancelledError,
   ClawrayError,
   ConfigError,
+  DeadlineExceededError,
+  errorOfClass,
   fromErrorInfo,
   InfeasibleError,
   InternalError,
+  isRetryable,
   NotFoundError,
   PendingCallsLimitExceededError,
+  registerErrorClass,
+  registeredErrorClass,
   SchedulingTimeoutError,
   toErrorInfo,
   UnavailableError,
@@ -32,6 +38,8 @@ const plainClasses: Array<[typeof ClawrayError, boolean]> = [
   [PendingCallsLimitExceededError, true],
   [UnavailableError, true],
   [InternalError, false],
+  [DeadlineExceededError, false],
+  [CallCancelledError, false],
 ];
 
 /** Through JSON, as the wire would carry it. */
@@ -175,6 +183,8 @@ describe('toErrorInfo / fromErrorInfo', () => {
       stack: '',
       fieldsJson: '',
       cause: null,
+      retryable: false,
+      ancestors: [],
     });
     expect(toErrorInfo(42).message).toBe('42');
     const back = fromErrorInfo(toErrorInfo({ toString: () => 'custom' }));
@@ -240,5 +250,135 @@ describe('actorErrorFrom', () => {
     expect(back.remoteName).toBe('TypeError');
     expect(back.remoteStack).toContain('x is not a function');
     expect((back.cause as Error).name).toBe('TypeError');
+  });
+});
+
+describe('the error class registry', () => {
+  it('has every class of common registered under its name', () => {
+    for (const [cls] of plainClasses) expect(registeredErrorClass(cls.name)).toBe(cls);
+    expect(registeredErrorClass('ActorError')).toBe(ActorError);
+    expect(registeredErrorClass('NoSuchError')).toBeUndefined();
+  });
+
+  it('brings a registered subclass back as itself, with fields, retryable and its own name', () => {
+    class QuotaExceededError extends ClawrayError {
+      override readonly retryable = true;
+    }
+    registerErrorClass(QuotaExceededError);
+    const back = overTheWire(new QuotaExceededError('over quota', { fields: { quota: 5 } }));
+    expect(back).toBeInstanceOf(QuotaExceededError);
+    expect(back.name).toBe('QuotaExceededError');
+    expect((back as QuotaExceededError).retryable).toBe(true);
+    expect((back as QuotaExceededError).fields).toEqual({ quota: 5 });
+  });
+
+  it('does not run the constructor of a class with its own signature, and keeps its state', () => {
+    class RankError extends ClawrayError {
+      constructor(rank: number) {
+        super(`rank ${rank} failed`, { fields: { rank } });
+      }
+    }
+    registerErrorClass(RankError);
+    const back = overTheWire(new RankError(3)) as RankError;
+    expect(back).toBeInstanceOf(RankError);
+    expect(back.message).toBe('rank 3 failed');
+    expect(back.fields).toEqual({ rank: 3 });
+  });
+
+  it('carries the names of the ancestor classes, nearest first', () => {
+    class Deep extends ConfigError {}
+    expect(toErrorInfo(new Deep('x')).ancestors).toEqual(['ConfigError', 'ClawrayError']);
+    expect(toErrorInfo(new ClawrayError('x')).ancestors).toEqual([]);
+    expect(toErrorInfo(new TypeError('x')).ancestors).toEqual([]);
+  });
+
+  it('brings an unregistered subclass back as its nearest registered ancestor with the remote name', () => {
+    // Never registered: as if the receiving process never loaded the module that defines it.
+    class LocalOnlyBusyError extends UnavailableError {}
+    class LocalOnlyFullError extends ConfigError {}
+    class LocalOnlyRetryable extends ClawrayError {
+      override readonly retryable = true;
+    }
+    const busy = overTheWire(new LocalOnlyBusyError('busy', { fields: { queue: 9 } })) as ClawrayError;
+    expect(busy).toBeInstanceOf(UnavailableError);
+    expect(busy.name).toBe('LocalOnlyBusyError');
+    expect(busy.retryable).toBe(true);
+    expect(busy.fields).toEqual({ queue: 9 });
+    const full = overTheWire(new LocalOnlyFullError('full')) as ClawrayError;
+    expect(full).toBeInstanceOf(ConfigError);
+    expect(full.name).toBe('LocalOnlyFullError');
+    const plain = overTheWire(new LocalOnlyRetryable('later', { fields: { id: 'a' } })) as ClawrayError;
+    expect(plain.constructor).toBe(ClawrayError);
+    expect(plain.name).toBe('LocalOnlyRetryable');
+    expect(plain.retryable).toBe(true);
+    expect(plain.fields).toEqual({ id: 'a' });
+  });
+
+  it('keeps the retryable the sender had, even where it differs from the class default', () => {
+    const info = { ...toErrorInfo(new ConfigError('x')), retryable: true };
+    expect((fromErrorInfo(JSON.parse(JSON.stringify(info))) as ConfigError).retryable).toBe(true);
+    const old = toErrorInfo(new UnavailableError('x'));
+    delete old.retryable; // a wire form written before the field existed
+    expect((fromErrorInfo(old) as ClawrayError).retryable).toBe(false);
+  });
+
+  it('round trips a typed cause chain inside an ActorError', () => {
+    const thrown = new SchedulingTimeoutError('no room', { fields: { waitedMs: 10 } });
+    const back = overTheWire(actorErrorFrom(thrown, 'Engine.generate')) as ActorError;
+    expect(back).toBeInstanceOf(ActorError);
+    expect(back.remoteName).toBe('SchedulingTimeoutError');
+    const cause = back.cause as SchedulingTimeoutError;
+    expect(cause).toBeInstanceOf(SchedulingTimeoutError);
+    expect(cause.retryable).toBe(true);
+    expect(cause.fields).toEqual({ waitedMs: 10 });
+  });
+});
+
+describe('errorOfClass', () => {
+  it('finds the class in the error or its cause chain', () => {
+    const busy = new UnavailableError('busy');
+    const wrapped = actorErrorFrom(busy, 'A.b');
+    expect(errorOfClass(busy, UnavailableError)).toBe(busy);
+    expect(errorOfClass(wrapped, UnavailableError)).toBe(busy);
+    expect(errorOfClass(new Error('outer', { cause: wrapped }), UnavailableError)).toBe(busy);
+    expect(errorOfClass(wrapped, ActorError)).toBe(wrapped);
+    expect(errorOfClass(wrapped, ConfigError)).toBeUndefined();
+    expect(errorOfClass(undefined, ConfigError)).toBeUndefined();
+    expect(errorOfClass('text', ConfigError)).toBeUndefined();
+  });
+
+  it('finds a subclass by its parent', () => {
+    class TooLong extends ConfigError {}
+    const err = new TooLong('x');
+    expect(errorOfClass(actorErrorFrom(err, 'A.b'), ConfigError)).toBe(err);
+  });
+
+  it('stops on a cause cycle', () => {
+    const a = new Error('a');
+    const b = new Error('b', { cause: a });
+    (a as { cause?: unknown }).cause = b;
+    expect(errorOfClass(a, ConfigError)).toBeUndefined();
+  });
+});
+
+describe('isRetryable', () => {
+  it.each(plainClasses)('is the class default for %o', (cls, retryable) => {
+    expect(isRetryable(new cls('x'))).toBe(retryable);
+  });
+
+  it('looks through an ActorError to the error the method threw', () => {
+    expect(isRetryable(actorErrorFrom(new UnavailableError('x'), 'A.b'))).toBe(true);
+    expect(isRetryable(actorErrorFrom(new ConfigError('x'), 'A.b'))).toBe(false);
+    expect(isRetryable(actorErrorFrom(new TypeError('x'), 'A.b'))).toBe(false);
+    expect(isRetryable(overTheWire(actorErrorFrom(new UnavailableError('x'), 'A.b')))).toBe(true);
+  });
+
+  it('looks through plain errors but lets the first clawray error decide', () => {
+    expect(isRetryable(new Error('outer', { cause: new UnavailableError('x') }))).toBe(true);
+    // Dead for good, whatever the connection error underneath said.
+    expect(isRetryable(new ActorDiedError('dead', { cause: new UnavailableError('x') }))).toBe(false);
+    expect(isRetryable(new TypeError('x'))).toBe(false);
+    expect(isRetryable('text')).toBe(false);
+    expect(isRetryable(undefined)).toBe(false);
   });
 });

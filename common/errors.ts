@@ -2,6 +2,13 @@
  * The named errors of clawray. Every error carries structured fields (ids, resource names) and
  * says whether retrying the same request can succeed. They cross the wire as `ErrorInfo`
  * (see `toErrorInfo` / `fromErrorInfo`) and become gRPC status codes only in `wire-status.ts`.
+ *
+ * Errors keep their type across processes (Temporal's failure converter is the model): every
+ * `ClawrayError` subclass registers itself with `registerErrorClass` in its own module, and the
+ * wire form carries the class name, the names of its ancestors, message, stack, fields, cause
+ * chain and `retryable`. A receiving process that loaded the class gets an instance of it back;
+ * one that did not gets an instance of the nearest ancestor it knows (at least `ClawrayError`)
+ * whose `name`, fields and `retryable` are the remote ones.
  */
 
 export type ErrorFields = Record<string, string | number | boolean | null | undefined>;
@@ -21,6 +28,28 @@ export class ClawrayError extends Error {
     this.name = new.target.name;
     this.fields = options.fields ?? {};
   }
+}
+
+/** A class of clawray error, as `registerErrorClass` takes it. */
+// biome-ignore lint/suspicious/noExplicitAny: subclasses have constructors of their own shapes
+export type ErrorClass<E extends ClawrayError = ClawrayError> = abstract new (...args: any[]) => E;
+
+const registry = new Map<string, ErrorClass>();
+
+/**
+ * Makes `cls` come back as itself when an error of it crosses the wire into this process. Call
+ * it in the class's own module right after its definition, so that any process that can import
+ * the class also decodes it. On the way back the constructor is not run: an error's state is its
+ * message, stack, fields, cause and `retryable` (put anything else a caller needs in `fields`).
+ */
+export function registerErrorClass<C extends ErrorClass>(cls: C): C {
+  registry.set(cls.name, cls);
+  return cls;
+}
+
+/** The class registered under `name`, if this process loaded it. */
+export function registeredErrorClass(name: string): ErrorClass | undefined {
+  return registry.get(name);
 }
 
 /** A user's input is wrong: a bad option, manifest field or flag. Terminal. */
@@ -43,7 +72,10 @@ export class SchedulingTimeoutError extends ClawrayError {
   override readonly retryable = true;
 }
 
-/** A method of a remote actor threw; `remoteName`/`remoteStack` describe the remote error. */
+/**
+ * A method of a remote actor threw; `remoteName`/`remoteStack` describe the remote error and
+ * `cause` is that error, decoded (so `errorOfClass(err, EngineBusyError)` finds it).
+ */
 export class ActorError extends ClawrayError {
   readonly remoteName: string;
   readonly remoteStack: string;
@@ -68,6 +100,11 @@ export class PendingCallsLimitExceededError extends ClawrayError {
   override readonly retryable = true;
 }
 
+/** The cluster could hold the request, but not with what is free now. Retrying later may work. */
+export class ResourcesBusyError extends ClawrayError {
+  override readonly retryable = true;
+}
+
 /** The head (or another clawray server) could not be reached. */
 export class UnavailableError extends ClawrayError {
   override readonly retryable = true;
@@ -76,7 +113,16 @@ export class UnavailableError extends ClawrayError {
 /** A clawray server failed in a way that is not the caller's fault. */
 export class InternalError extends ClawrayError {}
 
-const errorClasses = {
+/**
+ * A call ran past its deadline (`handle.options({ deadlineMs })`): the caller stopped waiting
+ * and the callee was told to stop. Not retryable as such: the same call would take as long.
+ */
+export class DeadlineExceededError extends ClawrayError {}
+
+/** A call was cancelled: its caller's AbortSignal fired, or the caller went away. */
+export class CallCancelledError extends ClawrayError {}
+
+for (const cls of [
   ClawrayError,
   ConfigError,
   AuthError,
@@ -88,11 +134,44 @@ const errorClasses = {
   ActorDiedError,
   ActorUnavailableError,
   PendingCallsLimitExceededError,
+  ResourcesBusyError,
   UnavailableError,
   InternalError,
-} as const;
+  DeadlineExceededError,
+  CallCancelledError,
+]) {
+  registerErrorClass(cls);
+}
 
-export type ErrorName = keyof typeof errorClasses;
+const MAX_CAUSE_DEPTH = 8;
+
+/**
+ * The first error in `err`'s cause chain (itself included) that is an instance of `cls`: how a
+ * caller recognises an error that an actor method threw, which arrives wrapped in an
+ * `ActorError` (`errorOfClass(err, EngineBusyError)`).
+ */
+export function errorOfClass<E extends ClawrayError>(err: unknown, cls: ErrorClass<E>): E | undefined {
+  let current = err;
+  for (let depth = 0; depth <= MAX_CAUSE_DEPTH && current !== undefined && current !== null; depth++) {
+    if (current instanceof cls) return current as E;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+/**
+ * Whether retrying the request that failed with `err` may succeed. The first clawray error in
+ * the cause chain decides, looking through wrappers that do not know (an `ActorError` is
+ * retryable when the error its method threw is); anything else is not retryable.
+ */
+export function isRetryable(err: unknown): boolean {
+  let current = err;
+  for (let depth = 0; depth <= MAX_CAUSE_DEPTH && current !== undefined && current !== null; depth++) {
+    if (current instanceof ClawrayError && !(current instanceof ActorError)) return current.retryable;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
+}
 
 /** The wire form of an error (mirrors the `ErrorInfo` message in proto/common.proto). */
 export interface ErrorInfoShape {
@@ -101,13 +180,30 @@ export interface ErrorInfoShape {
   stack: string;
   fieldsJson: string;
   cause?: ErrorInfoShape | null;
+  retryable?: boolean;
+  /** Names of the error's ancestor classes, nearest first, up to `ClawrayError` (clawray errors only). */
+  ancestors?: string[];
 }
 
-const MAX_CAUSE_DEPTH = 8;
+/** Names of the classes `err`'s class extends, nearest first, through `ClawrayError`. */
+function ancestorsOf(err: ClawrayError): string[] {
+  const names: string[] = [];
+  for (
+    let proto = Object.getPrototypeOf(Object.getPrototypeOf(err));
+    proto && proto !== Error.prototype;
+    proto = Object.getPrototypeOf(proto)
+  ) {
+    const name = (proto.constructor as { name?: unknown } | undefined)?.name;
+    if (typeof name === 'string' && name) names.push(name);
+    if (proto === ClawrayError.prototype) break;
+  }
+  return names;
+}
 
 export function toErrorInfo(err: unknown, depth = 0): ErrorInfoShape {
   if (err instanceof Error) {
-    const fields: Record<string, unknown> = err instanceof ClawrayError ? { ...err.fields } : {};
+    const clawray = err instanceof ClawrayError;
+    const fields: Record<string, unknown> = clawray ? { ...err.fields } : {};
     if (err instanceof ActorError) {
       fields.remoteName = err.remoteName;
       fields.remoteStack = err.remoteStack;
@@ -120,20 +216,42 @@ export function toErrorInfo(err: unknown, depth = 0): ErrorInfoShape {
       stack: err.stack ?? '',
       fieldsJson: Object.keys(fields).length > 0 ? JSON.stringify(fields) : '',
       cause: err.cause !== undefined && depth < MAX_CAUSE_DEPTH ? toErrorInfo(err.cause, depth + 1) : null,
+      retryable: clawray ? err.retryable : false,
+      ancestors: clawray ? ancestorsOf(err) : [],
     };
   }
-  return { name: 'Error', message: String(err), stack: '', fieldsJson: '', cause: null };
+  return {
+    name: 'Error',
+    message: String(err),
+    stack: '',
+    fieldsJson: '',
+    cause: null,
+    retryable: false,
+    ancestors: [],
+  };
+}
+
+/** The registered class an error named `name` with these ancestors comes back as. */
+function decodingClass(info: ErrorInfoShape): ErrorClass | undefined {
+  const own = registry.get(info.name);
+  if (own) return own;
+  for (const ancestor of info.ancestors ?? []) {
+    const cls = registry.get(ancestor);
+    if (cls) return cls;
+  }
+  return undefined;
 }
 
 /**
- * Rebuilds an error from its wire form: clawray's own classes come back as themselves, any
- * other error as a plain `Error` with the remote name, message and stack.
+ * Rebuilds an error from its wire form: a registered clawray class comes back as itself with
+ * its fields and `retryable`; a clawray error of a class this process never loaded comes back
+ * as its nearest registered ancestor, carrying the remote name; any other error as a plain
+ * `Error` with the remote name, message and stack.
  */
 export function fromErrorInfo(info: ErrorInfoShape): Error {
   const fields = info.fieldsJson ? (JSON.parse(info.fieldsJson) as ErrorFields) : {};
   const cause = info.cause?.name ? fromErrorInfo(info.cause) : undefined;
-  // Names come from remote code: only our own classes, never Object.prototype's members.
-  const cls = Object.hasOwn(errorClasses, info.name) ? errorClasses[info.name as ErrorName] : undefined;
+  const cls = decodingClass(info);
   let err: Error;
   if (cls === ActorError) {
     const { remoteName, remoteStack, ...rest } = fields;
@@ -143,8 +261,15 @@ export function fromErrorInfo(info: ErrorInfoShape): Error {
       remoteName: String(remoteName ?? 'Error'),
       remoteStack: String(remoteStack ?? ''),
     });
+    err.name = info.name; // a subclass of ActorError this process never loaded keeps its name
   } else if (cls) {
-    err = new (cls as typeof ClawrayError)(info.message, { cause, fields });
+    // ClawrayError's constructor with the class as new.target: a real Error of that class whose
+    // own constructor (with its own signature) does not run.
+    const rebuilt = Reflect.construct(ClawrayError, [info.message, { cause, fields }], cls) as ClawrayError;
+    // A wire form stored before `retryable` existed keeps the base class's default (false).
+    if (typeof info.retryable === 'boolean') (rebuilt as { retryable: boolean }).retryable = info.retryable;
+    rebuilt.name = info.name;
+    err = rebuilt;
   } else {
     err = new Error(info.message, cause === undefined ? undefined : { cause });
     err.name = info.name;

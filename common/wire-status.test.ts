@@ -6,8 +6,10 @@ import {
   ActorUnavailableError,
   AlreadyExistsError,
   AuthError,
+  CallCancelledError,
   ClawrayError,
   ConfigError,
+  DeadlineExceededError,
   InfeasibleError,
   InternalError,
   NotFoundError,
@@ -42,6 +44,12 @@ const cases: Array<[string, () => Error, status]> = [
     status.UNKNOWN,
   ],
   ['InternalError', () => new InternalError('oops'), status.INTERNAL],
+  [
+    'DeadlineExceededError',
+    () => new DeadlineExceededError('too slow', { fields: { deadlineMs: 5 } }),
+    status.DEADLINE_EXCEEDED,
+  ],
+  ['CallCancelledError', () => new CallCancelledError('cancelled'), status.CANCELLED],
   ['ClawrayError', () => new ClawrayError('generic'), status.INTERNAL],
   ['TypeError', () => new TypeError('plain'), status.INTERNAL],
 ];

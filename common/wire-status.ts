@@ -9,8 +9,10 @@ import {
   ActorUnavailableError,
   AlreadyExistsError,
   AuthError,
+  CallCancelledError,
   type ClawrayError,
   ConfigError,
+  DeadlineExceededError,
   fromErrorInfo,
   InfeasibleError,
   InternalError,
@@ -29,7 +31,9 @@ function statusCodeOf(err: unknown): grpc.status {
   if (err instanceof NotFoundError) return grpc.status.NOT_FOUND;
   if (err instanceof AlreadyExistsError) return grpc.status.ALREADY_EXISTS;
   if (err instanceof InfeasibleError) return grpc.status.FAILED_PRECONDITION;
-  if (err instanceof SchedulingTimeoutError) return grpc.status.DEADLINE_EXCEEDED;
+  if (err instanceof SchedulingTimeoutError || err instanceof DeadlineExceededError)
+    return grpc.status.DEADLINE_EXCEEDED;
+  if (err instanceof CallCancelledError) return grpc.status.CANCELLED;
   if (err instanceof PendingCallsLimitExceededError) return grpc.status.RESOURCE_EXHAUSTED;
   if (err instanceof ActorUnavailableError || err instanceof UnavailableError) return grpc.status.UNAVAILABLE;
   if (err instanceof ActorDiedError) return grpc.status.ABORTED;

@@ -344,6 +344,23 @@ export class ActorDirectory {
     }
   }
 
+  /**
+   * Kills (no restart) every actor of a job that is not dead yet: a job that ends, or whose
+   * driver is replaced, leaves nothing behind. Resolves with how many it killed.
+   */
+  async killJob(jobId: string): Promise<number> {
+    if (!jobId) return 0;
+    const live = this.list({ jobId }).filter((a) => a.state !== 'DEAD');
+    await Promise.all(
+      live.map((a) =>
+        this.kill(a.actorId, true).catch((err: Error) =>
+          this.d.logger.warn({ actorId: a.actorId, jobId, err: err.message }, 'could not kill a job actor'),
+        ),
+      ),
+    );
+    return live.length;
+  }
+
   /** An actor process exited (reported by its node). */
   async onExit(report: m.ReportActorExitRequest__Output): Promise<void> {
     const record = this.actors.get(report.actorId);

@@ -1,5 +1,6 @@
 /** Options of the head (`clawray head start`), validated once with their defaults. */
 import { z } from 'zod';
+import { HEAD_RECONNECT_MAX_MS } from '../common/backoff.js';
 
 export const DEFAULT_HEAD_PORT = 6390;
 
@@ -21,6 +22,12 @@ export const headOptionsSchema = z
     heartbeatIntervalMs: z.number().int().positive().default(500),
     /** A node that has not heartbeated for this long is dead. Default 3000 ms. */
     nodeTimeoutMs: z.number().int().positive().default(3000),
+    /**
+     * After a restart on a durable store, a reloaded node that has not re-registered yet gets
+     * this long on top of nodeTimeoutMs (counted from when the head listens) before it is
+     * declared dead: the workers' longest reconnect backoff. Default 1000 ms.
+     */
+    reloadGraceMs: z.number().int().nonnegative().default(HEAD_RECONNECT_MAX_MS),
     /** Write the token file and head.json for local clients. Default true. */
     writeLocalFiles: z.boolean().default(true),
   })

@@ -39,6 +39,7 @@ import { nodeLossCounter } from './node-loss-metrics.js';
 import { NodeTable } from './node-table.js';
 import { PendingQueue } from './pending-queue.js';
 import { PlacementGroups } from './placement-groups.js';
+import { planPlacementGroups } from './placement-plan.js';
 import { actorInfo, placementGroupInfo } from './record-convert.js';
 import { Scheduler } from './scheduler/scheduler.js';
 import { createStore } from './store/store-factory.js';
@@ -92,7 +93,8 @@ export class HeadServer {
       jobs: this.jobs,
     }));
     const nodeLosses = nodeLossCounter(this.registry);
-    this.nodes = new NodeTable(this.store, this.scheduler, this.logger, options.nodeTimeoutMs, {
+    const timing = { timeoutMs: options.nodeTimeoutMs, reloadGraceMs: options.reloadGraceMs };
+    this.nodes = new NodeTable(this.store, this.scheduler, this.logger, timing, {
       onNodeLost: (nodeId, reason, preempted) => {
         nodeLosses.inc({ cause: preempted ? 'drained' : 'heartbeat_timeout' });
         return this.actors.onNodeLost(nodeId, reason, preempted);
@@ -118,7 +120,10 @@ export class HeadServer {
     this.jobs = new JobManager({
       store: this.store,
       actors: this.actors,
+      groups: this.groups,
       logger: this.logger,
+      driverStore:
+        this.store.kind === 'redis' ? { url: options.store, cluster: options.clusterName } : undefined,
       self: () => ({ address: this.address, token: this.token }),
     });
   }
@@ -250,6 +255,9 @@ export class HeadServer {
       ListPlacementGroups: h('ListPlacementGroups', async () => ({
         placementGroups: this.groups.list().map(placementGroupInfo),
       })),
+      PlanPlacementGroups: h('PlanPlacementGroups', async (req: m.PlanPlacementGroupsRequest__Output) =>
+        planPlacementGroups(this.scheduler, req),
+      ),
       GetClusterStatus: h('GetClusterStatus', async (): Promise<m.ClusterStatus> => this.status()),
       ...jobHandlers(guard, this.jobs, this.store),
     };

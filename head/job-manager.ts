@@ -3,7 +3,14 @@
  * per job that runs the entrypoint. The head creates the supervisor (not the submitting
  * client) so a submission is one request: a client that goes away after `--no-wait` leaves
  * nothing half-done, and the record and its supervisor can never disagree about who owns the
- * job. Statuses only move forward; a job whose supervisor dies before it ends is FAILED.
+ * job. The head knows jobs, not what they run: an RL job is the entrypoint `clawray rljob run`.
+ *
+ * Lifetime, as Ray's and RayJob's: statuses only move forward; a job that reaches a final
+ * status releases every actor and placement group it owns (its supervisor included), after
+ * the supervisor has stored the job's log here. A supervisor that dies before the job ended
+ * (its node lost, it or the entrypoint SIGKILLed) is replaced by a new one on any node, up to
+ * `maxRetries` times (RayJob's backoffLimit), after which the job is FAILED; an entrypoint
+ * that exits with a code is never restarted.
  */
 
 import { pathToFileURL } from 'node:url';
@@ -11,15 +18,28 @@ import { Cluster } from '../actors/runtime/cluster.js';
 import { encodeArgs } from '../actors/runtime/codec.js';
 import { AlreadyExistsError, ConfigError, NotFoundError } from '../common/errors.js';
 import { newId } from '../common/ids.js';
-import { SUPERVISOR_NAMESPACE, type SupervisorConfig, supervisorName } from '../common/job-names.js';
+import {
+  DEFAULT_STOP_GRACE_MS,
+  type DriverStore,
+  MAX_JOB_RETRIES,
+  MAX_STOP_GRACE_MS,
+  MAX_STORED_LOG_BYTES,
+  SUPERVISOR_NAMESPACE,
+  type SupervisorConfig,
+  supervisorName,
+} from '../common/job-names.js';
 import type { Logger } from '../common/logger.js';
 import { distEntry } from '../common/package-root.js';
 import type { JobInfo } from '../proto/generated/clawray/v1/JobInfo.js';
+import type { JobLogChunk } from '../proto/generated/clawray/v1/JobLogChunk.js';
+import type { StoreJobLogRequest__Output } from '../proto/generated/clawray/v1/StoreJobLogRequest.js';
 import type { SubmitJobRequest__Output } from '../proto/generated/clawray/v1/SubmitJobRequest.js';
 import type { UpdateJobRequest__Output } from '../proto/generated/clawray/v1/UpdateJobRequest.js';
 import type * as m from '../proto/messages.js';
 import type { ActorDirectory } from './actor-directory.js';
+import { JobLogs } from './job-logs.js';
 import type { ActorRecord } from './model.js';
+import type { PlacementGroups } from './placement-groups.js';
 import type { ClusterStore } from './store/types.js';
 
 export const JOB_STATUSES = ['PENDING', 'RUNNING', 'STOPPED', 'SUCCEEDED', 'FAILED'] as const;
@@ -39,14 +59,18 @@ export interface JobRecord {
   endedAtMs?: number;
   workingDirHash?: string;
   metadata?: Record<string, string>;
-  manifest?: SupervisorConfig['manifest'];
   supervisorActorId: string;
   exitCode?: number;
   pid?: number;
   nodeId?: string;
+  /** Which start of the entrypoint runs now, 1-based (absent in records of older heads: 1). */
+  attempt?: number;
+  maxRetries?: number;
+  stopGraceMs?: number;
+  /** A stop was asked for: a supervisor lost now ends the job STOPPED, not restarted. */
+  stopRequested?: boolean;
 }
 
-/** What the head hands the JobSupervisor's constructor. */
 const SUBMISSION_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
 export function jobInfo(r: JobRecord): JobInfo {
@@ -65,34 +89,52 @@ export function jobInfo(r: JobRecord): JobInfo {
     exitCode: r.exitCode ?? 0,
     pid: r.pid ?? 0,
     nodeId: r.nodeId ?? '',
+    attempt: r.attempt ?? 1,
+    maxRetries: r.maxRetries ?? 0,
+    stopGraceMs: r.stopGraceMs ?? DEFAULT_STOP_GRACE_MS,
   };
 }
 
 export interface JobManagerDeps {
   store: ClusterStore;
   actors: ActorDirectory;
+  groups: PlacementGroups;
   logger: Logger;
+  /** The cluster store as drivers reach it; absent when it is the head's memory. */
+  driverStore?: DriverStore;
   /** The head's own address and token, for calling supervisors. */
   self(): { address: string; token: string };
 }
 
 export class JobManager {
   private readonly jobs = new Map<string, JobRecord>();
+  private readonly logs: JobLogs;
   private client?: Cluster;
 
-  constructor(private readonly d: JobManagerDeps) {}
+  constructor(private readonly d: JobManagerDeps) {
+    this.logs = new JobLogs(d.store);
+  }
 
   restore(records: JobRecord[]): void {
     for (const r of records) this.jobs.set(r.submissionId, r);
   }
 
-  /** After the actors are restored: a live job whose supervisor is gone has failed. */
+  /**
+   * After the actors are restored: a live job whose supervisor is gone lost its driver, and a
+   * job that ended while the head went down before releasing its actors releases them now.
+   */
   async resumeAfterRestore(): Promise<void> {
     for (const r of this.jobs.values()) {
-      if (isTerminal(r.status)) continue;
+      if (isTerminal(r.status)) {
+        await this.release(r.submissionId);
+        continue;
+      }
       const actor = this.d.actors.list().find((a) => a.actorId === r.supervisorActorId);
       if (!actor || actor.state === 'DEAD') {
-        await this.fail(r, `the job's supervisor died: ${actor?.deathCause?.message ?? 'it is gone'}`);
+        await this.supervisorLost(
+          r,
+          `the job's supervisor died: ${actor?.deathCause?.message ?? 'it is gone'}`,
+        );
       }
     }
   }
@@ -117,6 +159,18 @@ export class JobManager {
       );
     }
     if (!req.entrypoint.trim()) throw new ConfigError('a job needs an entrypoint command');
+    if (!Number.isInteger(req.maxRetries) || req.maxRetries < 0 || req.maxRetries > MAX_JOB_RETRIES) {
+      throw new ConfigError(
+        `max_retries must be a whole number from 0 to ${MAX_JOB_RETRIES}, got ${req.maxRetries}`,
+        { fields: { maxRetries: req.maxRetries } },
+      );
+    }
+    if (!Number.isFinite(req.stopGraceMs) || req.stopGraceMs < 0 || req.stopGraceMs > MAX_STOP_GRACE_MS) {
+      throw new ConfigError(
+        `stop_grace_ms must be from 0 (the default, ${DEFAULT_STOP_GRACE_MS} ms) to ${MAX_STOP_GRACE_MS}, got ${req.stopGraceMs}`,
+        { fields: { stopGraceMs: req.stopGraceMs } },
+      );
+    }
     if (this.jobs.has(submissionId)) {
       throw new AlreadyExistsError(`a job with submission id '${submissionId}' already exists`, {
         fields: { submissionId },
@@ -135,35 +189,35 @@ export class JobManager {
       createdAtMs: Date.now(),
       workingDirHash: req.workingDirHash || undefined,
       metadata: Object.keys(req.metadata).length ? { ...req.metadata } : undefined,
-      manifest: req.manifest
-        ? { text: req.manifest, file: req.manifestFile || 'manifest.yaml', set: [...req.manifestSet] }
-        : undefined,
       supervisorActorId: newId('actor'),
+      attempt: 1,
+      maxRetries: req.maxRetries,
+      stopGraceMs: req.stopGraceMs || DEFAULT_STOP_GRACE_MS,
     };
     this.jobs.set(submissionId, record);
     await this.save(record);
-    const config: SupervisorConfig = {
-      submissionId,
-      entrypoint: record.entrypoint,
-      workingDirHash: record.workingDirHash ?? '',
-      manifest: record.manifest,
-    };
-    // Placement may wait for a busy cluster; the job stays PENDING meanwhile. A supervisor
-    // that never comes up ends in finalizeDead, which fails the job through onActorDead.
-    this.d.actors.create(supervisorSpec(record, config)).catch((err: Error) => {
-      this.d.logger.warn({ submissionId, err: err.message }, 'the job supervisor did not start');
-    });
+    this.startSupervisor(record);
     return record;
   }
 
   async update(req: UpdateJobRequest__Output): Promise<JobRecord> {
     const r = this.get(req.submissionId);
-    const next = req.status as JobStatus;
+    // A supervisor the head has already replaced speaks for nothing.
+    if (req.attempt && req.attempt !== (r.attempt ?? 1)) return r;
+    let next = req.status as JobStatus;
     if (!(next in RANK)) throw new ConfigError(`unknown job status '${req.status}'`);
     // Retried and late updates (the head already failed or stopped the job) change nothing.
     if (RANK[next] <= RANK[r.status] && !(next === r.status && next === 'RUNNING')) return r;
+    let message = req.message;
+    if (next === 'FAILED' && req.restartable) {
+      if (r.stopRequested) next = 'STOPPED';
+      else if (this.canRestart(r)) {
+        await this.restart(r, req.message);
+        return r;
+      } else message = this.noRestartsLeft(r, message);
+    }
     r.status = next;
-    r.message = req.message;
+    r.message = message;
     if (req.pid) r.pid = req.pid;
     if (req.nodeId) r.nodeId = req.nodeId;
     if (next === 'RUNNING') r.startedAtMs ??= Date.now();
@@ -171,6 +225,8 @@ export class JobManager {
     if (isTerminal(next)) r.endedAtMs = Date.now();
     await this.save(r);
     this.d.logger.info({ submissionId: r.submissionId, status: r.status, message: r.message }, 'job status');
+    // After the reply is on its way: the supervisor is among what goes.
+    if (isTerminal(next)) setImmediate(() => void this.release(r.submissionId));
     return r;
   }
 
@@ -178,6 +234,10 @@ export class JobManager {
   async stop(submissionId: string): Promise<JobRecord> {
     const r = this.get(submissionId);
     if (isTerminal(r.status)) return r;
+    if (!r.stopRequested) {
+      r.stopRequested = true;
+      await this.save(r);
+    }
     const actor = this.d.actors.list().find((a) => a.actorId === r.supervisorActorId);
     if (actor?.state === 'ALIVE') {
       try {
@@ -202,8 +262,9 @@ export class JobManager {
       exitCode: 0,
       pid: 0,
       nodeId: '',
+      attempt: 0,
+      restartable: false,
     });
-    await this.killSupervisor(r);
     return r;
   }
 
@@ -214,18 +275,51 @@ export class JobManager {
         fields: { submissionId, status: r.status },
       });
     }
-    await this.killSupervisor(r);
+    await this.release(submissionId);
+    await this.logs.delete(submissionId);
     this.jobs.delete(submissionId);
     await this.d.store.delete('jobs', submissionId);
   }
 
-  /** Hooked into the actor directory: a supervisor that dies takes its unfinished job with it. */
+  /** The supervisor's copy of the job's log, kept for when the supervisor is gone. */
+  async storeLog(req: StoreJobLogRequest__Output): Promise<void> {
+    const r = this.get(req.submissionId);
+    if (req.attempt && req.attempt < (r.attempt ?? 1)) return;
+    if (req.data.length > MAX_STORED_LOG_BYTES) {
+      throw new ConfigError(
+        `a stored job log is at most ${MAX_STORED_LOG_BYTES} bytes (its tail), got ${req.data.length}`,
+        { fields: { submissionId: r.submissionId, bytes: req.data.length } },
+      );
+    }
+    const sizeBytes = Math.max(req.sizeBytes, req.cutAtBytes + req.data.length);
+    await this.logs.put(r.submissionId, {
+      attempt: req.attempt || (r.attempt ?? 1),
+      data: Buffer.from(req.data),
+      cutAtBytes: sizeBytes - req.data.length,
+      sizeBytes,
+    });
+  }
+
+  /** A finished job's log, as its supervisor stored it. */
+  async readLog(submissionId: string, offset: number): Promise<JobLogChunk> {
+    const r = this.get(submissionId);
+    const chunk = await this.logs.read(submissionId, offset);
+    if (chunk) return chunk;
+    throw new NotFoundError(
+      isTerminal(r.status)
+        ? `the log of job '${submissionId}' was not kept: its supervisor ended without storing it (${r.message})`
+        : `job '${submissionId}' is ${r.status}: its log is read from its supervisor`,
+      { fields: { submissionId, status: r.status } },
+    );
+  }
+
+  /** Hooked into the actor directory: a supervisor that dies takes its driver with it. */
   onActorDead(actor: ActorRecord, cause: Error): void {
     if (actor.options.namespace !== SUPERVISOR_NAMESPACE) return;
     const r = [...this.jobs.values()].find((j) => j.supervisorActorId === actor.actorId);
     if (!r || isTerminal(r.status)) return;
-    void this.fail(r, `the job's supervisor died: ${cause.message}`).catch((err: Error) =>
-      this.d.logger.error({ submissionId: r.submissionId, err: err.message }, 'could not fail the job'),
+    void this.supervisorLost(r, `the job's supervisor died: ${cause.message}`).catch((err: Error) =>
+      this.d.logger.error({ submissionId: r.submissionId, err: err.message }, 'could not end the job'),
     );
   }
 
@@ -233,24 +327,92 @@ export class JobManager {
     await this.client?.close();
   }
 
-  private async fail(r: JobRecord, message: string): Promise<void> {
+  /** The driver is gone without a final status: start it again, or end the job. */
+  private async supervisorLost(r: JobRecord, message: string): Promise<void> {
+    if (r.stopRequested) await this.end(r, 'STOPPED', `stopped (${message})`);
+    else if (this.canRestart(r)) await this.restart(r, message);
+    else await this.end(r, 'FAILED', this.noRestartsLeft(r, message));
+  }
+
+  private canRestart(r: JobRecord): boolean {
+    return (r.attempt ?? 1) <= (r.maxRetries ?? 0);
+  }
+
+  private noRestartsLeft(r: JobRecord, message: string): string {
+    const used = (r.attempt ?? 1) - 1;
+    return used > 0 ? `${message} (after ${used} restart${used === 1 ? '' : 's'}, none left)` : message;
+  }
+
+  /**
+   * A new supervisor (attempt + 1) for the same submission, on any node that fits. What the
+   * old driver left (its actors, its placement groups, the old supervisor if it still runs)
+   * goes first: the new driver starts from its checkpoint with the job's resources free, and
+   * the old driver is dead before the new one starts.
+   */
+  private async restart(r: JobRecord, reason: string): Promise<void> {
+    r.attempt = (r.attempt ?? 1) + 1;
+    // A new id before anything is killed, so the old supervisor's death is not another loss.
+    r.supervisorActorId = newId('actor');
+    r.message = `restarting the entrypoint (attempt ${r.attempt} of ${(r.maxRetries ?? 0) + 1}) after: ${reason}`;
+    r.pid = undefined;
+    r.nodeId = undefined;
+    await this.save(r);
+    this.d.logger.warn({ submissionId: r.submissionId, attempt: r.attempt, reason }, 'restarting the job');
+    await this.release(r.submissionId);
+    this.startSupervisor(r, reason);
+  }
+
+  private startSupervisor(r: JobRecord, restartReason?: string): void {
+    const config: SupervisorConfig = {
+      submissionId: r.submissionId,
+      entrypoint: r.entrypoint,
+      workingDirHash: r.workingDirHash ?? '',
+      attempt: r.attempt ?? 1,
+      stopGraceMs: r.stopGraceMs ?? DEFAULT_STOP_GRACE_MS,
+      restartReason,
+      store: this.d.driverStore,
+    };
+    const actorId = r.supervisorActorId;
+    // Placement may wait for a busy cluster; the job stays PENDING meanwhile. A supervisor
+    // that never comes up ends in the directory's finalizeDead, which reaches onActorDead.
+    this.d.actors.create(supervisorSpec(r, config)).catch((err: Error) => {
+      this.d.logger.warn(
+        { submissionId: r.submissionId, err: err.message },
+        'the job supervisor did not start',
+      );
+      // Refused before it was recorded (no node can take it): nothing will report its death.
+      const recorded = this.d.actors.list().some((a) => a.actorId === actorId);
+      if (!recorded && r.supervisorActorId === actorId && !isTerminal(r.status)) {
+        void this.end(r, 'FAILED', `the job supervisor could not be started: ${err.message}`).catch(() => {});
+      }
+    });
+  }
+
+  /** Kills every actor and removes every placement group of the job (its supervisor too). */
+  private async release(submissionId: string): Promise<void> {
+    try {
+      const actors = await this.d.actors.killJob(submissionId);
+      const groups = await this.d.groups.removeJob(submissionId);
+      if (actors + groups > 0) {
+        this.d.logger.info({ submissionId, actors, placementGroups: groups }, 'released the job');
+      }
+    } catch (err) {
+      this.d.logger.error({ submissionId, err: (err as Error).message }, 'could not release the job');
+    }
+  }
+
+  private async end(r: JobRecord, status: JobStatus, message: string): Promise<void> {
     await this.update({
       submissionId: r.submissionId,
-      status: 'FAILED',
+      status,
       message,
       hasExitCode: false,
       exitCode: 0,
       pid: 0,
       nodeId: '',
+      attempt: 0,
+      restartable: false,
     });
-  }
-
-  private async killSupervisor(r: JobRecord): Promise<void> {
-    try {
-      await this.d.actors.kill(r.supervisorActorId, true);
-    } catch (err) {
-      if (!(err instanceof NotFoundError)) throw err;
-    }
   }
 
   private supervisors(): Cluster {
@@ -269,7 +431,7 @@ function supervisorSpec(record: JobRecord, config: SupervisorConfig): m.ActorSpe
     // A file URL of this install rather than `clawray/jobs`: actor hosts resolve package names
     // from their cwd, which need not be inside a project that depends on clawray. Nodes run
     // the same install layout (one image, or one machine).
-    module: pathToFileURL(distEntry('jobs/index')).href,
+    module: pathToFileURL(distEntry('jobs/supervisor/job-supervisor')).href,
     className: 'JobSupervisor',
     args: encodeArgs([config]),
     jobId: record.submissionId,

@@ -1,16 +1,18 @@
 /**
- * The HeadService methods for jobs and working-dir packages. Packages live in the cluster
- * store so a supervisor on any node (and a head restarted on Redis) can fetch them; they are
- * split into ≤ 1 MiB records because a store value is one JSON string.
+ * The HeadService methods for jobs, finished jobs' logs and working-dir packages. Packages
+ * live in the cluster store so a supervisor on any node (and a head restarted on Redis) can
+ * fetch them; they are split into ≤ 1 MiB records because a store value is one JSON string.
  */
 import type * as grpc from '@grpc/grpc-js';
 import { unauthenticated } from '../common/auth.js';
 import { ConfigError, NotFoundError } from '../common/errors.js';
 import { isAuthorized, type ServerGuard, unary } from '../common/grpc-server.js';
 import { toServiceError } from '../common/wire-status.js';
+import type { GetJobLogsRequest__Output } from '../proto/generated/clawray/v1/GetJobLogsRequest.js';
 import type { JobRef__Output } from '../proto/generated/clawray/v1/JobRef.js';
 import type { PackageChunk, PackageChunk__Output } from '../proto/generated/clawray/v1/PackageChunk.js';
 import type { PackageRef, PackageRef__Output } from '../proto/generated/clawray/v1/PackageRef.js';
+import type { StoreJobLogRequest__Output } from '../proto/generated/clawray/v1/StoreJobLogRequest.js';
 import type { SubmitJobRequest__Output } from '../proto/generated/clawray/v1/SubmitJobRequest.js';
 import type { UpdateJobRequest__Output } from '../proto/generated/clawray/v1/UpdateJobRequest.js';
 import { type JobManager, jobInfo } from './job-manager.js';
@@ -49,6 +51,13 @@ export function jobHandlers(
       return {};
     }),
     UpdateJob: h('UpdateJob', async (req: UpdateJobRequest__Output) => jobInfo(await jobs.update(req))),
+    StoreJobLog: h('StoreJobLog', async (req: StoreJobLogRequest__Output) => {
+      await jobs.storeLog(req);
+      return {};
+    }),
+    GetJobLogs: h('GetJobLogs', async (req: GetJobLogsRequest__Output) =>
+      jobs.readLog(req.submissionId, req.offset),
+    ),
     HasPackage: h('HasPackage', async (req: PackageRef__Output) => ({
       exists: Boolean(await store.get('packages', checkHash(req.hash))),
     })),

@@ -145,6 +145,16 @@ export class PlacementGroups {
     this.pending.kick();
   }
 
+  /** Removes every placement group of a job (and so their actors); resolves with how many. */
+  async removeJob(jobId: string): Promise<number> {
+    if (!jobId) return 0;
+    const ids = this.list()
+      .filter((g) => g.jobId === jobId)
+      .map((g) => g.placementGroupId);
+    for (const id of ids) await this.remove(id);
+    return ids.length;
+  }
+
   /** Bundles on a lost node go back to waiting for room, keeping the group's strategy. */
   async onNodeLost(groupIds: string[]): Promise<void> {
     for (const id of groupIds) {

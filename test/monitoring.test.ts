@@ -17,7 +17,7 @@ import { createCollectiveGroup } from '../actors/collective/driver.js';
 import { initRandomModel } from '../actors/models/model-init.js';
 import type { Cluster } from '../actors/runtime/cluster.js';
 import { distEntry, packageRoot } from '../common/package-root.js';
-import { JobMetrics } from '../jobs/pipeline/job-metrics.js';
+import { JobMetrics } from '../jobs/rl/job-metrics.js';
 import { fixture, TestCluster } from './helpers/processes.js';
 import { expandGrafana, type Selector, selectors } from './helpers/promql.js';
 

@@ -9,7 +9,7 @@ import { AggregatorRegistry, Counter, Gauge, Registry } from 'prom-client';
 import { parseWith } from '../actors/runtime/actor-options.js';
 import { HeadClient } from '../actors/runtime/head-client.js';
 import { gpusFromWire } from '../actors/runtime/views.js';
-import { Backoff, sleep } from '../common/backoff.js';
+import { Backoff, HEAD_RECONNECT_INITIAL_MS, HEAD_RECONNECT_MAX_MS, sleep } from '../common/backoff.js';
 import { ActorDiedError, toErrorInfo, UnavailableError } from '../common/errors.js';
 import {
   bindServer,
@@ -62,6 +62,15 @@ export class NodeAgent {
   private heartbeatIntervalMs = 500;
   private heartbeatTimer?: NodeJS.Timeout;
   private needRegister = true;
+  /**
+   * Paces re-registration while the head is lost: quick first tries, then never slower than
+   * HEAD_RECONNECT_MAX_MS (well below the node timeout), so a restarted head hears from this
+   * node within its reload grace.
+   */
+  private readonly reconnect = new Backoff({
+    initialMs: HEAD_RECONNECT_INITIAL_MS,
+    maxMs: HEAD_RECONNECT_MAX_MS,
+  });
   private draining = false;
   private stopped = false;
   private exitReports: m.ReportActorExitRequest[] = [];
@@ -223,7 +232,7 @@ export class NodeAgent {
   }
 
   private async registerUntilDone(): Promise<void> {
-    const backoff = new Backoff({ initialMs: 100, maxMs: 2000 });
+    const backoff = new Backoff({ initialMs: HEAD_RECONNECT_INITIAL_MS, maxMs: HEAD_RECONNECT_MAX_MS });
     let warned = false;
     while (!this.stopped) {
       try {
@@ -244,9 +253,14 @@ export class NodeAgent {
 
   private scheduleHeartbeat(): void {
     if (this.stopped || this.draining) return;
+    // While the head is lost, try again on the reconnect backoff (capped at the heartbeat
+    // interval too); otherwise beat at the interval the head asked for.
+    const delayMs = this.needRegister
+      ? Math.min(this.reconnect.next(), this.heartbeatIntervalMs)
+      : this.heartbeatIntervalMs;
     this.heartbeatTimer = setTimeout(
       () => void this.heartbeat().finally(() => this.scheduleHeartbeat()),
-      this.heartbeatIntervalMs,
+      delayMs,
     );
   }
 
@@ -254,6 +268,7 @@ export class NodeAgent {
     try {
       if (this.needRegister) {
         await this.register();
+        this.reconnect.reset();
         this.logger.info({ actors: this.actors.size }, 're-registered with the head');
       } else {
         const reply = await this.head.call(

@@ -1,4 +1,4 @@
-import { ClawrayError, type ClawrayErrorOptions } from '../../common/errors.js';
+import { ClawrayError, type ClawrayErrorOptions, registerErrorClass } from '../../common/errors.js';
 
 /**
  * A collective operation (all-reduce, broadcast, connecting the ring) failed. `fields.rank` is
@@ -14,3 +14,4 @@ export class CollectiveError extends ClawrayError {
     super(message, options);
   }
 }
+registerErrorClass(CollectiveError);

@@ -17,7 +17,7 @@
 import { randomUUID } from 'node:crypto';
 import { Counter, Gauge, Histogram, type Registry, register } from 'prom-client';
 import { z } from 'zod';
-import { ClawrayError, ConfigError, NotFoundError } from '../../common/errors.js';
+import { ClawrayError, ConfigError, NotFoundError, registerErrorClass } from '../../common/errors.js';
 import { loadPluginFunction } from '../../common/plugin-module.js';
 import type { Action, Environment, Evaluation, Observation, StepResult } from './environment.js';
 import { describeIssues } from './jsonl-records.js';
@@ -65,14 +65,17 @@ export interface EnvPoolStats {
 
 /** The lease is unknown: it expired, was released, or never existed. Terminal for that lease. */
 export class LeaseNotFoundError extends NotFoundError {}
+registerErrorClass(LeaseNotFoundError);
 
 /** Every environment stayed leased for allocateTimeoutMs. Retryable. */
 export class PoolExhaustedError extends ClawrayError {
   override readonly retryable = true;
 }
+registerErrorClass(PoolExhaustedError);
 
 /** Another call on the same lease has not finished: an episode's calls must be sequential. */
 export class LeaseBusyError extends ClawrayError {}
+registerErrorClass(LeaseBusyError);
 
 interface Slot {
   env?: Environment<object>;

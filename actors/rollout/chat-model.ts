@@ -19,5 +19,9 @@ export interface ChatModel {
   tokenText(tokenId: number): string;
   /** Splits `<tool_call>` blocks out of generated text. */
   parseToolCalls(text: string): { content: string; toolCalls: ToolCall[] };
+  /**
+   * Generates; `request.signal` fires when the HTTP client goes away and must stop the
+   * generation (an engine behind an actor call passes it on: `engine.options({ signal })`).
+   */
   generate(request: GenerateRequest): Promise<GenerateResult>;
 }

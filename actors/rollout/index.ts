@@ -13,6 +13,7 @@ export type { ChatMessage, ChatModel, ToolCall, ToolSchema } from './chat-model.
 export { type ExecutionProvider, OnnxDecoder } from './onnx-decoder.js';
 export { createOpenAiServer, type OpenAiServerOptions } from './openai-server.js';
 export {
+  ContextLengthError,
   EngineBusyError,
   type FinishReason,
   type GenerateRequest,

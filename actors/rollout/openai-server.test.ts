@@ -12,10 +12,16 @@ import type {
 } from 'openai/resources/chat/completions';
 import { Registry } from 'prom-client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { actorErrorFrom, fromErrorInfo, toErrorInfo } from '../../common/errors.js';
 import { JsonlTurnSink, type TurnRecord, TurnRecorder } from './capture-recorder.js';
 import type { ChatMessage, ChatModel, ToolCall, ToolSchema } from './chat-model.js';
 import { createOpenAiServer } from './openai-server.js';
-import { EngineBusyError, type GenerateRequest, type GenerateResult } from './rollout-engine.js';
+import {
+  ContextLengthError,
+  EngineBusyError,
+  type GenerateRequest,
+  type GenerateResult,
+} from './rollout-engine.js';
 import { rolloutMetrics } from './rollout-metrics.js';
 import type { Sampled } from './sampler.js';
 
@@ -89,6 +95,12 @@ class FakeModel implements ChatModel {
     const prompt = this.decode(request.promptTokenIds);
     const body = prompt.slice(0, -'<|assistant|>'.length);
     const last = body.slice(body.lastIndexOf('<|'));
+    // As an engine behind an actor call would fail: wrapped in an ActorError, through the wire.
+    const remote = (err: Error) => fromErrorInfo(toErrorInfo(actorErrorFrom(err, 'RolloutEngine.generate')));
+    if (last.includes('remote busy'))
+      throw remote(new EngineBusyError('the rollout engine queue is full (0 waiting); retry later'));
+    if (last.includes('remote too long'))
+      throw remote(new ContextLengthError('the conversation (1100 tokens) fills the model context of 1024'));
     if (last.includes('busy'))
       throw new EngineBusyError('the rollout engine queue is full (0 waiting); retry later');
     if (last.includes('explode')) throw new Error('secret internal detail');
@@ -583,6 +595,27 @@ describe('OpenAI-compatible server', () => {
       }),
     );
     expect(streamed.status).toBe(429);
+  });
+
+  it('answers 429 and 400 for engine errors that arrive inside an ActorError from a remote engine', async () => {
+    const busy = await expectApiError(
+      s.client.chat.completions.create({
+        model: 'fake-model',
+        messages: [{ role: 'user', content: 'remote busy' }],
+      }),
+    );
+    expect(busy.status).toBe(429);
+    expect(busy.code).toBe('rate_limit_exceeded');
+    expect(busy.message).toContain('queue is full');
+    const tooLong = await expectApiError(
+      s.client.chat.completions.create({
+        model: 'fake-model',
+        messages: [{ role: 'user', content: 'remote too long' }],
+        stream: true,
+      }),
+    );
+    expect(tooLong.status).toBe(400);
+    expect(tooLong.code).toBe('context_length_exceeded');
   });
 
   it('answers 500 without internals, and reports a mid-stream failure in the stream', async () => {

@@ -18,8 +18,11 @@
  * - The engine reports top logprobs only at the end, so with `top_logprobs > 0` the logprob
  *   entries of a stream all arrive in the finishing chunk; with `top_logprobs` 0 each chunk
  *   carries the entry of its token.
- * - A client that disconnects stops its generation (the engine's slot is freed); its turn is
- *   not recorded and counts as status 499.
+ * - A client that disconnects stops its generation (the engine's slot is freed; a remote
+ *   engine's call is cancelled through the request's signal); its turn is not recorded and
+ *   counts as status 499.
+ * - Engine errors keep their meaning behind an actor call (they arrive inside an ActorError):
+ *   EngineBusyError is a 429, a ConfigError such as ContextLengthError a 400.
  */
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -27,7 +30,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import { Counter, type Registry } from 'prom-client';
 import { z } from 'zod';
 import { tokenMatches } from '../../common/auth.js';
-import { ConfigError } from '../../common/errors.js';
+import { ConfigError, errorOfClass } from '../../common/errors.js';
 import { type Logger, silentLogger } from '../../common/logger.js';
 import {
   type CaptureContext,
@@ -37,7 +40,12 @@ import {
   type TurnSampling,
 } from './capture-recorder.js';
 import type { ChatMessage, ChatModel, ToolCall, ToolSchema } from './chat-model.js';
-import { EngineBusyError, type GenerateRequest, type GenerateResult } from './rollout-engine.js';
+import {
+  ContextLengthError,
+  EngineBusyError,
+  type GenerateRequest,
+  type GenerateResult,
+} from './rollout-engine.js';
 import type { Sampled } from './sampler.js';
 
 export interface OpenAiServerOptions {
@@ -179,13 +187,19 @@ function fromZod(error: z.ZodError): OpenAiHttpError {
 function toOpenAiError(err: unknown): OpenAiHttpError {
   if (err instanceof OpenAiHttpError) return err;
   if (err instanceof z.ZodError) return fromZod(err);
-  if (err instanceof EngineBusyError) {
-    return new OpenAiHttpError(429, err.message, 'requests', null, 'rate_limit_exceeded');
+  // An engine behind an actor call throws inside an ActorError: look through it.
+  const busy = errorOfClass(err, EngineBusyError);
+  if (busy) {
+    return new OpenAiHttpError(429, busy.message, 'requests', null, 'rate_limit_exceeded');
   }
-  if (err instanceof ConfigError) {
-    const param = typeof err.fields.param === 'string' ? err.fields.param : null;
-    const code = /context/.test(err.message) ? 'context_length_exceeded' : null;
-    return invalid(err.message, param, code);
+  const refused = errorOfClass(err, ConfigError);
+  if (refused) {
+    const param = typeof refused.fields.param === 'string' ? refused.fields.param : null;
+    const code =
+      refused instanceof ContextLengthError || /context/.test(refused.message)
+        ? 'context_length_exceeded'
+        : null;
+    return invalid(refused.message, param, code);
   }
   const status = (err as { statusCode?: unknown }).statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500) {

@@ -9,8 +9,14 @@
  */
 import { register } from 'prom-client';
 import { ConfigError } from '../../common/errors.js';
+import { callSignal } from '../runtime/call-scope.js';
 import type { ChatMessage, ToolCall, ToolSchema } from './chat-model.js';
-import { DEFAULT_MAX_TOKENS, type GenerateRequest, type GenerateResult } from './rollout-engine.js';
+import {
+  ContextLengthError,
+  DEFAULT_MAX_TOKENS,
+  type GenerateRequest,
+  type GenerateResult,
+} from './rollout-engine.js';
 import { RolloutModel, type RolloutModelOptions } from './rollout-model.js';
 
 export type RolloutEngineOptions = Omit<RolloutModelOptions, 'registry'>;
@@ -25,11 +31,8 @@ export interface ChatResult extends GenerateResult {
   toolCalls: ToolCall[];
 }
 
-/**
- * A conversation outgrew the model's context: its prompt leaves no room for one more token.
- * An RL episode ends there (truncated), as slime ends samples that reach the length limit.
- */
-export class ContextLengthError extends ConfigError {}
+// Defined with the engine's other errors (and registered there); exported here as before.
+export { ContextLengthError };
 
 export class RolloutEngine {
   private readonly loading: Promise<RolloutModel>;
@@ -49,8 +52,14 @@ export class RolloutEngine {
     return { id: model.id, provider: model.provider, weightVersion: model.weightVersion };
   }
 
+  /**
+   * Generates from token ids. A call cancelled by its caller (signal, deadline, or the caller
+   * going away) stops generating at the next decode step and frees its batch slot.
+   */
   async generate(request: Omit<GenerateRequest, 'onToken'>): Promise<GenerateResult> {
-    return (await this.loading).generate(request);
+    const signal = callSignal() ?? request.signal;
+    const model = await this.loading;
+    return model.generate(signal ? { ...request, signal } : request);
   }
 
   /**
@@ -59,6 +68,7 @@ export class RolloutEngine {
    * ContextLengthError.
    */
   async chat(request: ChatRequest): Promise<ChatResult> {
+    const signal = callSignal() ?? request.signal;
     const model = await this.loading;
     const { messages, tools, ...sampling } = request;
     const promptTokenIds = model.encodeChat(messages, tools);
@@ -70,7 +80,12 @@ export class RolloutEngine {
       );
     }
     const maxTokens = Math.min(sampling.maxTokens ?? DEFAULT_MAX_TOKENS, room);
-    const result = await model.generate({ ...sampling, maxTokens, promptTokenIds });
+    const result = await model.generate({
+      ...sampling,
+      maxTokens,
+      promptTokenIds,
+      ...(signal ? { signal } : {}),
+    });
     const text = result.text ?? model.decode(result.tokenIds);
     const { content, toolCalls } = tools?.length
       ? model.parseToolCalls(text)
@@ -118,13 +133,24 @@ export class RolloutEngine {
     return model.weightVersion;
   }
 
-  async stats(): Promise<{ weightVersion: number; queueDepth: number; batchSize: number; provider: string }> {
+  async stats(): Promise<{
+    weightVersion: number;
+    queueDepth: number;
+    batchSize: number;
+    provider: string;
+    /** Tokens sampled since the engine started. */
+    tokensGenerated: number;
+    /** Requests stopped because their call was cancelled. */
+    abortedRequests: number;
+  }> {
     const model = await this.loading;
     return {
       weightVersion: model.weightVersion,
       queueDepth: model.engine.queueDepth,
       batchSize: model.engine.batchSize,
       provider: model.provider,
+      tokensGenerated: model.engine.tokensGenerated,
+      abortedRequests: model.engine.abortedRequests,
     };
   }
 

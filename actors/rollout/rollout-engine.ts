@@ -5,7 +5,7 @@
  * every output, teacher scoring (`computeLogprobs`) and weight swaps that never fail a
  * request.
  */
-import { ClawrayError, ConfigError } from '../../common/errors.js';
+import { ClawrayError, ConfigError, registerErrorClass } from '../../common/errors.js';
 import { KvBatch, type SequenceKv } from './kv-batch.js';
 import type { OnnxDecoder, StepInput } from './onnx-decoder.js';
 import {
@@ -18,16 +18,27 @@ import {
   topLogprobs,
 } from './sampler.js';
 
-/** The queue is full: the caller should back off and retry. */
 /** Tokens a request generates at most when it does not say. */
 export const DEFAULT_MAX_TOKENS = 256;
 
+/** The queue is full: the caller should back off and retry (HTTP 429 at the OpenAI edge). */
 export class EngineBusyError extends ClawrayError {
   override readonly retryable = true;
 }
+registerErrorClass(EngineBusyError);
 
 /** The request's AbortSignal fired (the client went away); its generation stopped. */
 export class GenerationAbortedError extends ClawrayError {}
+registerErrorClass(GenerationAbortedError);
+
+/**
+ * A conversation outgrew the model's context: its prompt leaves no room for one more token.
+ * An RL episode ends there (truncated), as slime ends samples that reach the length limit.
+ * Defined here, beside the engine's other errors, so that a process can recognise it without
+ * loading the ONNX runtime the actor module brings (the actor module re-exports it).
+ */
+export class ContextLengthError extends ConfigError {}
+registerErrorClass(ContextLengthError);
 
 export interface GenerateRequest {
   promptTokenIds: number[];
@@ -123,6 +134,8 @@ export class GenerationEngine {
   };
   private readonly maxBatch: number;
   private readonly maxQueue: number;
+  private tokens = 0;
+  private aborted = 0;
 
   constructor(
     decoder: OnnxDecoder,
@@ -149,6 +162,16 @@ export class GenerationEngine {
 
   get batchSize(): number {
     return this.members.length;
+  }
+
+  /** Tokens sampled since the engine started, over all requests (aborted ones included). */
+  get tokensGenerated(): number {
+    return this.tokens;
+  }
+
+  /** Requests stopped by their AbortSignal (queued or mid-generation). */
+  get abortedRequests(): number {
+    return this.aborted;
   }
 
   generate(request: GenerateRequest): Promise<GenerateResult> {
@@ -178,8 +201,23 @@ export class GenerationEngine {
         new EngineBusyError(`the rollout engine queue is full (${this.maxQueue} waiting); retry later`),
       );
     }
-    if (request.signal?.aborted) return Promise.reject(new GenerationAbortedError('the request was aborted'));
+    const signal = request.signal;
+    if (signal?.aborted) {
+      this.aborted++;
+      return Promise.reject(new GenerationAbortedError('the request was aborted'));
+    }
     return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        // Still queued: leave now. Decoding: the next step drops it (see accept).
+        const i = this.queue.indexOf(seq);
+        if (i >= 0) {
+          this.queue.splice(i, 1);
+          this.aborted++;
+          seq.reject(new GenerationAbortedError('the request was aborted'));
+        }
+      };
+      // A signal may outlive the request (one per client, many requests): let go of it.
+      const settled = () => signal?.removeEventListener('abort', onAbort);
       const seq: Sequence = {
         request: { ...request, maxTokens },
         params: {
@@ -193,21 +231,16 @@ export class GenerationEngine {
         top: [],
         version: this.version,
         startedAt: performance.now(),
-        resolve,
-        reject,
-      };
-      request.signal?.addEventListener(
-        'abort',
-        () => {
-          // Still queued: leave now. Decoding: the next step drops it (see accept).
-          const i = this.queue.indexOf(seq);
-          if (i >= 0) {
-            this.queue.splice(i, 1);
-            seq.reject(new GenerationAbortedError('the request was aborted'));
-          }
+        resolve: (result) => {
+          settled();
+          resolve(result);
         },
-        { once: true },
-      );
+        reject: (err) => {
+          settled();
+          reject(err);
+        },
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
       this.queue.push(seq);
       this.kick();
     });
@@ -365,10 +398,12 @@ export class GenerationEngine {
   private accept(seq: Sequence, logits: Float32Array): boolean {
     if (seq.request.signal?.aborted) {
       seq.own = undefined;
+      this.aborted++;
       seq.reject(new GenerationAbortedError('the request was aborted'));
       return true;
     }
     const picked = sample(logits, seq.params, seq.random);
+    this.tokens++;
     seq.tokens.push(picked.tokenId);
     seq.logprobs.push(picked.logprob);
     if (seq.request.topLogprobs)

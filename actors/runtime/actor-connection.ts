@@ -11,13 +11,16 @@ import { Backoff, sleep } from '../../common/backoff.js';
 import {
   ActorDiedError,
   ActorUnavailableError,
+  CallCancelledError,
   ClawrayError,
+  DeadlineExceededError,
   fromErrorInfo,
   PendingCallsLimitExceededError,
 } from '../../common/errors.js';
 import type * as m from '../../proto/messages.js';
 import { ActorStream } from './actor-stream.js';
 import { BatchWriter, microtaskScheduler } from './batch-writer.js';
+import type { CallOptions } from './call-options.js';
 import { ChunkAssembler, splitPayload } from './chunks.js';
 import { decode, encodeArgs, type HandleFactory } from './codec.js';
 import type { HeadClient } from './head-client.js';
@@ -46,6 +49,8 @@ interface PendingCall {
   resolve(value: unknown): void;
   reject(err: Error): void;
 }
+
+const NO_ARGS = Buffer.alloc(0);
 
 /** Metadata keys a caller sends when opening a stream. */
 export const STREAM_METADATA = {
@@ -76,8 +81,10 @@ export class ActorConnection {
     private readonly policy: CallPolicy,
   ) {}
 
-  call(method: string, args: readonly unknown[]): Promise<unknown> {
+  /** Calls `method`; `options` (already validated, see call-options.ts) add a deadline or signal. */
+  call(method: string, args: readonly unknown[], options?: CallOptions): Promise<unknown> {
     if (this.dead) return Promise.reject(this.dead);
+    if (options?.signal?.aborted) return Promise.reject(this.cancelledError(method, options.signal));
     if (this.policy.maxPendingCalls >= 0 && this.pending.size >= this.policy.maxPendingCalls) {
       return Promise.reject(
         new PendingCallsLimitExceededError(
@@ -106,11 +113,64 @@ export class ActorConnection {
         },
       };
       this.pending.set(id, call);
+      if (options) this.watch(call, options);
       if (this.confirmed) this.send(call);
       else {
         this.waiting.push(call);
         this.recover();
       }
+    });
+  }
+
+  /**
+   * Arms a call's deadline and signal. Either one rejects the call at once and, when it was
+   * sent, sends a cancel frame so the actor's method sees its AbortSignal fire.
+   */
+  private watch(call: PendingCall, options: CallOptions): void {
+    const { deadlineMs, signal } = options;
+    let timer: NodeJS.Timeout | undefined;
+    const onAbort = () =>
+      this.abandon(call, this.cancelledError(call.method, signal!), 'CALL_CANCEL_BY_CALLER');
+    if (deadlineMs !== undefined) {
+      timer = setTimeout(() => {
+        const err = new DeadlineExceededError(
+          `call ${call.method} to actor ${this.actorId} exceeded its deadline of ${deadlineMs} ms`,
+          { fields: { actorId: this.actorId, method: call.method, deadlineMs } },
+        );
+        this.abandon(call, err, 'CALL_CANCEL_DEADLINE');
+      }, deadlineMs);
+    }
+    signal?.addEventListener('abort', onAbort, { once: true });
+    const stop = () => {
+      if (timer) clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+    };
+    const { resolve, reject } = call;
+    call.resolve = (value) => {
+      stop();
+      resolve(value);
+    };
+    call.reject = (err) => {
+      stop();
+      reject(err);
+    };
+  }
+
+  /** Gives up on a call: the caller stops waiting and the actor is told to stop. */
+  private abandon(call: PendingCall, err: Error, why: NonNullable<m.Call['cancel']>): void {
+    if (!this.pending.delete(call.id)) return;
+    const waitingAt = this.waiting.indexOf(call);
+    if (waitingAt >= 0) this.waiting.splice(waitingAt, 1);
+    if (call.sent)
+      this.writer?.push({ callId: call.id, method: '', args: NO_ARGS, more: false, cancel: why });
+    call.reject(err);
+  }
+
+  private cancelledError(method: string, signal: AbortSignal): CallCancelledError {
+    const reason: unknown = signal.reason;
+    return new CallCancelledError(`call ${method} to actor ${this.actorId} was cancelled by its signal`, {
+      cause: reason,
+      fields: { actorId: this.actorId, method },
     });
   }
 

@@ -1,9 +1,11 @@
 /**
  * A reference to a remote actor. `call('method', ...args)` returns a promise of the method's
- * result; `remote.method(...args)` is the same with types. Handles can be passed to other
- * actors as arguments or results: they arrive as live handles there.
+ * result; `remote.method(...args)` is the same with types; `options({ deadlineMs, signal })`
+ * gives both with a per-call deadline or cancellation. Handles can be passed to other actors as
+ * arguments or results: they arrive as live handles there.
  */
 import type { ActorConnection } from './actor-connection.js';
+import { type CallOptions, compileCallOptions } from './call-options.js';
 import { type HandleDescriptor, registerHandleClass } from './codec.js';
 
 type AnyFunction = (...args: never[]) => unknown;
@@ -33,6 +35,19 @@ export type MethodResult<T, K> = unknown extends T
 export type RemoteMethods<T> = {
   [K in MethodName<T>]: (...args: MethodArgs<T, K>) => Promise<MethodResult<T, K>>;
 };
+
+/** What `handle.options(...)` returns: `call` and `remote` with those options on every call. */
+export interface ActorCallView<T = unknown> {
+  call<K extends MethodName<T>>(method: K, ...args: MethodArgs<T, K>): Promise<MethodResult<T, K>>;
+  readonly remote: RemoteMethods<T>;
+}
+
+function remoteProxy<T>(call: (method: string, args: unknown[]) => Promise<unknown>): RemoteMethods<T> {
+  return new Proxy({} as RemoteMethods<T>, {
+    get: (_target, method) =>
+      typeof method === 'string' ? (...args: unknown[]) => call(method, args) : undefined,
+  });
+}
 
 export interface HandleRuntime {
   connectionFor(descriptor: HandleDescriptor): ActorConnection;
@@ -74,6 +89,27 @@ export class ActorHandle<T = unknown> {
           : undefined,
     });
     return this.remoteProxy;
+  }
+
+  /**
+   * This handle with per-call options (Ray's `.options()`): each call made through the view
+   * gets `deadlineMs` (from the moment it is made) and `signal`. When either fires the call
+   * rejects at once with `DeadlineExceededError` / `CallCancelledError` and the actor's method
+   * sees its `callSignal()` abort. Options are checked here, once; reuse the view freely.
+   *
+   *   await engine.options({ deadlineMs: 30_000, signal }).remote.generate(request);
+   */
+  options(options: CallOptions): ActorCallView<T> {
+    const compiled = compileCallOptions(options);
+    const call = (method: string, args: readonly unknown[]): Promise<unknown> => {
+      this.connection ??= this.runtime.connectionFor(this.descriptor);
+      return this.connection.call(method, args, compiled);
+    };
+    return {
+      call: <K extends MethodName<T>>(method: K, ...args: MethodArgs<T, K>) =>
+        call(method, args) as Promise<MethodResult<T, K>>,
+      remote: remoteProxy<T>(call),
+    };
   }
 
   describe(): HandleDescriptor {

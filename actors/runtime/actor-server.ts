@@ -15,6 +15,7 @@ import { STREAM_METADATA } from './actor-connection.js';
 import { SESSION_WINDOW_BYTES, STREAM_WINDOW_BYTES } from './actor-stream.js';
 import { BatchWriter, microtaskScheduler } from './batch-writer.js';
 import type { CallExecutor } from './call-executor.js';
+import { CallScope, cancelError } from './call-scope.js';
 import { ChunkAssembler, splitPayload } from './chunks.js';
 import { decodeArgs, encode, type HandleFactory } from './codec.js';
 import { CONNECT_PATH, Deframer, framed, GRPC_CONTENT_TYPE, headerValue } from './grpc-framing.js';
@@ -164,6 +165,8 @@ export class ActorServer {
     const assembler = new ChunkAssembler();
     // Chunked arguments: the method name rides on the first chunk only.
     const chunkedMethods = new Map<number, string>();
+    // Calls of this stream that have not replied yet, for cancel frames and a caller that leaves.
+    const inFlight = new Map<number, CallScope>();
     let open = true;
     const close = () => {
       if (!open) return;
@@ -171,6 +174,10 @@ export class ActorServer {
       this.streams.delete(stream);
       writer.close();
       assembler.clear();
+      // The caller is gone (died, closed its client, or lost the connection): nobody waits for
+      // these calls any more.
+      for (const scope of inFlight.values()) scope.cancel(cancelError('caller-gone', scope, actor.actorId));
+      inFlight.clear();
     };
     stream.once('close', close);
     stream.once('aborted', close);
@@ -190,6 +197,12 @@ export class ActorServer {
       for (const message of messages) {
         const frame = connect.requestDeserialize(message) as m.CallFrame__Output;
         for (const call of frame.calls) {
+          if (call.cancel !== 'CALL_CANCEL_NONE') {
+            const scope = inFlight.get(call.callId);
+            const why = call.cancel === 'CALL_CANCEL_DEADLINE' ? 'deadline' : 'caller';
+            scope?.cancel(cancelError(why, scope, actor.actorId));
+            continue;
+          }
           const whole = assembler.add(call.callId, call.args, call.more);
           if (!whole) {
             if (call.method) chunkedMethods.set(call.callId, call.method);
@@ -200,24 +213,31 @@ export class ActorServer {
             method = chunkedMethods.get(call.callId) ?? '';
             chunkedMethods.delete(call.callId);
           }
-          this.dispatch(actor, call.callId, method, whole, writer, () => open);
+          const scope = new CallScope(method, call.callId);
+          inFlight.set(call.callId, scope);
+          this.dispatch(actor, scope, whole, writer, () => {
+            inFlight.delete(call.callId);
+            return open && !scope.cancelled;
+          });
         }
       }
     });
   }
 
+  /** Runs one call; `settle` is told when it replies and says whether the reply is wanted. */
   private dispatch(
     actor: HostedActor,
-    callId: number,
-    method: string,
+    scope: CallScope,
     argBytes: Buffer,
     writer: BatchWriter<m.Reply>,
-    isOpen: () => boolean,
+    settle: () => boolean,
   ): void {
+    const { method, callId } = scope;
     const started = actor.onCall ? performance.now() : 0;
     const reply = (result: { value: unknown } | { error: m.ErrorInfo }) => {
       actor.onCall?.(method, (performance.now() - started) / 1000, !('error' in result));
-      if (!isOpen()) return;
+      // A cancelled call's caller has stopped waiting: its reply would only cost bandwidth.
+      if (!settle()) return;
       if ('error' in result) {
         writer.push({ callId, result: Buffer.alloc(0), more: false, error: result.error });
         return;
@@ -246,6 +266,6 @@ export class ActorServer {
       });
       return;
     }
-    actor.executor.submit({ method, args, done: reply });
+    actor.executor.submit({ method, args, done: reply, scope });
   }
 }

@@ -4,11 +4,14 @@
  * sync actors; above 1, up to that many calls overlap while their methods await.
  */
 import { actorErrorFrom, type ErrorInfoShape, toErrorInfo } from '../../common/errors.js';
+import { type CallScope, runInScope } from './call-scope.js';
 
 export interface CallTask {
   method: string;
   args: unknown[];
   done(result: { value: unknown } | { error: ErrorInfoShape }): void;
+  /** The call's cancellation state: what `callSignal()` sees while the method runs. */
+  scope?: CallScope;
 }
 
 function isThenable(v: unknown): v is PromiseLike<unknown> {
@@ -50,9 +53,15 @@ export class CallExecutor {
         this.head = 0;
       }
       this.running++;
+      const cancelled = task.scope?.cancelReason;
+      if (cancelled) {
+        // Cancelled while it waited for its turn: it never runs.
+        this.finish(task, { error: toErrorInfo(cancelled) });
+        continue;
+      }
       let result: unknown;
       try {
-        result = this.invoke(task);
+        result = task.scope ? runInScope(task.scope, () => this.invoke(task)) : this.invoke(task);
       } catch (err) {
         this.finish(task, { error: this.wrap(task, err) });
         continue;
@@ -90,6 +99,7 @@ export class CallExecutor {
 
   private finish(task: CallTask, result: { value: unknown } | { error: ErrorInfoShape }): void {
     this.running--;
+    if (task.scope) task.scope.finished = true;
     task.done(result);
     if (this.busy === 0 && this.idleWaiters.length > 0) {
       const waiters = this.idleWaiters;

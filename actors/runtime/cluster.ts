@@ -9,6 +9,7 @@ import { isAbsolute, resolve as resolvePath } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import { requireClientToken } from '../../common/auth.js';
+import { fromErrorInfo } from '../../common/errors.js';
 import { newId } from '../../common/ids.js';
 import {
   PLACEMENT_STRATEGIES,
@@ -23,13 +24,15 @@ import { type ActorOptions, actorOptionsSchema, parseWith } from './actor-option
 import { openActorSession } from './actor-stream.js';
 import { encodeArgs, type HandleDescriptor, type HandleFactory } from './codec.js';
 import { HeadClient } from './head-client.js';
-import type { PlacementGroup } from './placement-group.js';
+import type { PlacedBundle, PlacementGroup } from './placement-group.js';
 import {
   type ActorView,
   actorView,
   type ClusterStatusView,
   clusterStatusView,
+  gpusFromWire,
   placementGroupView,
+  resourcesFromWire,
   resourcesToWire,
 } from './views.js';
 
@@ -66,6 +69,40 @@ const placementGroupRequestSchema = z
   .strict();
 
 export type PlacementGroupRequest = z.input<typeof placementGroupRequestSchema>;
+
+const placementPlanRequestSchema = z
+  .object({
+    /** Names the group in the answer and its errors. Default `#<index>`. */
+    name: z.string().min(1).optional(),
+    bundles: z.array(bundleSchema).min(1, 'needs at least one bundle'),
+    strategy: z.enum(PLACEMENT_STRATEGIES as [PlacementStrategy, ...PlacementStrategy[]]).default('PACK'),
+  })
+  .strict();
+
+export type PlacementPlanRequest = z.input<typeof placementPlanRequestSchema>;
+
+/** One group of a placement plan. */
+export interface PlannedGroupView {
+  name: string;
+  placed: boolean;
+  /** When placed: each bundle's node and GPU shares (rank order), in bundle order. */
+  bundles: PlacedBundle[];
+  /** When not: InfeasibleError (never) or ResourcesBusyError (not now); none if not tried. */
+  error?: Error;
+}
+
+export interface PlacementPlanView {
+  fits: boolean;
+  /** One per requested group, in request order. */
+  groups: PlannedGroupView[];
+}
+
+export interface PlacementGroupsPlan {
+  /** On what is free now. */
+  now: PlacementPlanView;
+  /** On the cluster's nodes idle: `fits: false` means never. */
+  ever: PlacementPlanView;
+}
 
 export function moduleSpecifier(module: string | URL): string {
   if (module instanceof URL) return module.href;
@@ -182,6 +219,38 @@ export class Cluster implements ConnectionHost, HandleRuntime {
       { retryForMs: 60_000 },
     );
     return placementGroupView(info);
+  }
+
+  /**
+   * A dry run of `createPlacementGroup` for several groups created one after another in this
+   * order: would they all be placed on what is free now, and could they ever be? The head's
+   * scheduler answers it and reserves nothing.
+   */
+  async planPlacementGroups(requests: readonly PlacementPlanRequest[]): Promise<PlacementGroupsPlan> {
+    const groups = requests.map((r, i) =>
+      parseWith(placementPlanRequestSchema, r, `placement plan group ${i}`),
+    );
+    const reply = await this.head.call('PlanPlacementGroups', {
+      groups: groups.map((g, i) => ({
+        name: g.name ?? `#${i}`,
+        strategy: g.strategy,
+        bundles: g.bundles.map((b) => resourcesToWire(toResourceRequest(b))),
+      })),
+    });
+    const view = (plan: m.PlacementPlan__Output | null): PlacementPlanView => ({
+      fits: plan?.fits ?? false,
+      groups: (plan?.groups ?? []).map((g) => ({
+        name: g.name,
+        placed: g.placed,
+        bundles: g.bundles.map((b) => ({
+          resources: resourcesFromWire(b.resources),
+          nodeId: b.nodeId,
+          gpus: gpusFromWire(b.gpus),
+        })),
+        ...(g.error?.name ? { error: fromErrorInfo(g.error) } : {}),
+      })),
+    });
+    return { now: view(reply.now), ever: view(reply.ever) };
   }
 
   /** Frees the group's reservation and kills the actors placed in it. */

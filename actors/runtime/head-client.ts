@@ -5,7 +5,7 @@
  * like a pause to callers, not an error.
  */
 import * as grpc from '@grpc/grpc-js';
-import { Backoff, sleep } from '../../common/backoff.js';
+import { Backoff, HEAD_RECONNECT_INITIAL_MS, HEAD_RECONNECT_MAX_MS, sleep } from '../../common/backoff.js';
 import { UnavailableError } from '../../common/errors.js';
 import { unaryCall } from '../../common/grpc-client.js';
 import { CHANNEL_OPTIONS } from '../../common/grpc-server.js';
@@ -27,6 +27,7 @@ interface HeadRpcs {
   RemovePlacementGroup: [m.RemovePlacementGroupRequest, m.Empty__Output];
   GetPlacementGroup: [m.GetPlacementGroupRequest, m.PlacementGroupInfo__Output];
   ListPlacementGroups: [m.Empty, m.ListPlacementGroupsReply__Output];
+  PlanPlacementGroups: [m.PlanPlacementGroupsRequest, m.PlanPlacementGroupsReply__Output];
   GetClusterStatus: [m.Empty, m.ClusterStatus__Output];
 }
 
@@ -58,7 +59,13 @@ export class HeadClient {
     this.token = options.token;
     this.retryForMs = options.retryForMs ?? 30_000;
     const Service = protos().clawray.v1.HeadService;
-    this.client = new Service(options.address, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
+    // gRPC's own reconnect backoff grows to 120 s; a head that restarts must be found again
+    // within its nodes' timeout, so the channel retries at least every HEAD_RECONNECT_MAX_MS.
+    this.client = new Service(options.address, grpc.credentials.createInsecure(), {
+      ...CHANNEL_OPTIONS,
+      'grpc.initial_reconnect_backoff_ms': HEAD_RECONNECT_INITIAL_MS,
+      'grpc.max_reconnect_backoff_ms': HEAD_RECONNECT_MAX_MS,
+    });
   }
 
   /** Fails fast with a clear message when nothing answers at the address. */

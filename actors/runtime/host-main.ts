@@ -16,6 +16,7 @@ import { ambientCluster, setAmbientCluster } from './ambient.js';
 import { CallExecutor } from './call-executor.js';
 import { decodeArgs, type HandleFactory } from './codec.js';
 import { type AgentToHost, HOST_EXIT, type HostToAgent, type InitCommand, type InitPhase } from './ipc.js';
+import { collectMetricsSources } from './metrics-sources.js';
 
 const bindHost = process.env.CLAWRAY_BIND_HOST || '127.0.0.1';
 const guard = {
@@ -188,8 +189,12 @@ process.on('message', (message: AgentToHost) => {
       void stop(message.graceful, message.graceMs);
       break;
     case 'metrics':
-      void Promise.all([registry.getMetricsAsJSON(), defaultRegistry.getMetricsAsJSON()]).then(
-        ([own, user]) => send({ type: 'metrics', requestId: message.requestId, metrics: [...own, ...user] }),
+      void Promise.all([
+        registry.getMetricsAsJSON(),
+        defaultRegistry.getMetricsAsJSON(),
+        collectMetricsSources(),
+      ]).then(([own, user, extra]) =>
+        send({ type: 'metrics', requestId: message.requestId, metrics: [...own, ...user, ...extra] }),
       );
       break;
     default:

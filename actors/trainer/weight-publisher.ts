@@ -56,11 +56,16 @@ export class WeightPublisher {
     }
   }
 
-  async publish(version: number, weights: WeightMap): Promise<PublishResult> {
+  /** Sends `version` to `engines` (default: all of this publisher's) and swaps them to it. */
+  async publish(
+    version: number,
+    weights: WeightMap,
+    engines: readonly ActorHandle<RolloutEngine>[] = this.engines,
+  ): Promise<PublishResult> {
     const started = performance.now();
     const buckets = bucketize(weights, this.options.bucketBytes);
     await Promise.all(
-      this.engines.map(async (engine) => {
+      engines.map(async (engine) => {
         for (const bucket of buckets) await engine.call('stageWeights', version, bucket);
         await engine.call('commitWeights', version);
       }),

@@ -2,7 +2,7 @@
  * The messages of requests that can never be placed. They name the resource that is short and
  * the largest place that could have held it, because "infeasible" alone sends users digging.
  */
-import { InfeasibleError } from '../../common/errors.js';
+import { type ErrorFields, InfeasibleError, ResourcesBusyError } from '../../common/errors.js';
 import type { PlacementStrategy } from '../../common/resources.js';
 import type { CompiledSelector } from './label-selector.js';
 import {
@@ -176,7 +176,7 @@ export function groupInfeasible(f: GroupFailure): InfeasibleError {
       : `${label}: bundle ${ask.index} needs ${formatAmount(s.kind, s.requested)}, but the largest node ` +
         `${s.holder.title} has ${formatAmount(s.kind, s.amount)}; ${NEVER_GROUP}`;
     return new InfeasibleError(message, {
-      fields: { ...base, bundleIndex: ask.index, ...shortfallFields(s) },
+      fields: { ...base, bundleIndex: ask.index, ...shortfallFields(s), limit: 'bundle' },
     });
   }
   if (f.strategy === 'STRICT_PACK') {
@@ -188,7 +188,7 @@ export function groupInfeasible(f: GroupFailure): InfeasibleError {
       : `${label} needs ${formatAmount(s.kind, s.requested)} on one node for its ${f.asks.length} bundles, ` +
         `but the largest node ${s.holder.title} has ${formatAmount(s.kind, s.amount)}; ${NEVER_GROUP}`;
     return new InfeasibleError(message, {
-      fields: { ...base, bundleIndex: f.failedIndex, ...shortfallFields(s) },
+      fields: { ...base, bundleIndex: f.failedIndex, ...shortfallFields(s), limit: 'strictPack' },
     });
   }
   if (f.strategy === 'STRICT_SPREAD') {
@@ -209,6 +209,7 @@ export function groupInfeasible(f: GroupFailure): InfeasibleError {
         resource: 'nodes',
         requested: f.asks.length,
         largestAmount: holders,
+        limit: 'strictSpread',
       },
     });
   }
@@ -222,6 +223,93 @@ export function groupInfeasible(f: GroupFailure): InfeasibleError {
     `${formatAmount(kind, amount)}); ${NEVER_GROUP}`;
   const s: Shortfall = { kind, requested: amountOf(failed.need, kind), holder, amount, together: true };
   return new InfeasibleError(message, {
-    fields: { ...base, bundleIndex: failed.index, ...shortfallFields(s) },
+    fields: { ...base, bundleIndex: failed.index, ...shortfallFields(s), limit: 'group' },
   });
+}
+
+/** A planned group and where it failed, as the planner (`group-plan.ts`) saw it. */
+export interface PlannedGroupFailure {
+  /** `STRICT_PACK placement group job-trainer`. */
+  label: string;
+  /** All the group's bundles, and the one that found no room. */
+  asks: readonly { index: number; need: UnitVector }[];
+  failed: { index: number; need: UnitVector };
+  /** The groups planned before this one, which hold their share of the nodes. */
+  before: readonly string[];
+  /** The nodes as they were left when this group failed (free amounts as `total`). */
+  left: readonly (Holder & { gpuRoom(need: number): number })[];
+}
+
+/**
+ * The kind the failed bundle is short of (GPU when it asks for any: per-device rules bind
+ * most often), what the whole group needs of it, what the nodes have left in all, and the
+ * most one node could give the bundle.
+ */
+function shortage(f: PlannedGroupFailure) {
+  const need = f.failed.need;
+  const kind =
+    need.gpu > 0
+      ? GPU
+      : (kindsOf(need).find((k) => f.left.every((h) => amountOf(h.total, k) < amountOf(need, k))) ??
+        kindsOf(need)[0] ??
+        CPU);
+  const room = (h: PlannedGroupFailure['left'][number]) =>
+    kind === GPU ? h.gpuRoom(need.gpu) : Math.max(0, amountOf(h.total, kind));
+  let holder = f.left[0];
+  let most = holder ? room(holder) : 0;
+  for (const h of f.left) {
+    if (room(h) > most) {
+      holder = h;
+      most = room(h);
+    }
+  }
+  const groupNeed = f.asks.reduce((sum, a) => sum + amountOf(a.need, kind), 0);
+  const left = f.left.reduce((sum, h) => sum + Math.max(0, amountOf(h.total, kind)), 0);
+  return { kind, groupNeed, left, holder, most };
+}
+
+function shortageMessage(f: PlannedGroupFailure, now: boolean): { message: string; fields: ErrorFields } {
+  const s = shortage(f);
+  const after = f.before.length === 0 ? '' : ` after ${f.before.join(', ')}`;
+  const needs =
+    f.asks.length === 1
+      ? `needs ${formatAmount(s.kind, s.groupNeed)}`
+      : `needs ${formatAmount(s.kind, s.groupNeed)} for its ${plural(f.asks.length, 'bundle')} (bundle ${f.failed.index} found no room)`;
+  const most = s.holder
+    ? `, at most ${formatAmount(s.kind, s.most)} for one bundle on ${s.holder.title}`
+    : '';
+  const message = `${f.label} ${needs}, but${after} the nodes have ${formatAmount(s.kind, s.left)}${now ? ' free now' : ' left'}${most}`;
+  return {
+    message,
+    fields: {
+      bundleIndex: f.failed.index,
+      resource: s.kind,
+      requested: fromUnits(s.groupNeed),
+      largestNodeId: s.holder?.id,
+      largestAmount: fromUnits(s.most),
+    },
+  };
+}
+
+/**
+ * Each group fits an idle cluster alone, but not after the groups planned before it: the
+ * cluster is too small for all of them at once.
+ */
+export function groupsTogetherInfeasible(f: PlannedGroupFailure): InfeasibleError {
+  const { message, fields } = shortageMessage(f, false);
+  return new InfeasibleError(
+    `${message}; each group fits the cluster alone, but they can never all be placed together`,
+    { fields: { ...fields, limit: 'together' } },
+  );
+}
+
+/** A group that fits the cluster's totals but not what is free now: it would wait. */
+export function groupBusy(f: PlannedGroupFailure): ResourcesBusyError {
+  const { message, fields } = shortageMessage(f, true);
+  return new ResourcesBusyError(
+    `${message}; it fits the cluster when idle, so it would wait for resources to be freed`,
+    {
+      fields: { ...fields, limit: 'busy' },
+    },
+  );
 }

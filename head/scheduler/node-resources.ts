@@ -161,6 +161,17 @@ export class NodeResources extends ResourceLedger {
     return new NodeResources(this.capacity, this.order, this.total, emptyClone(this.gpus));
   }
 
+  /** The same node with what is allocated now: for asking "would this fit now" without taking it. */
+  currentClone(): NodeResources {
+    const gpus = { ids: [...this.gpus.ids], capacity: [...this.gpus.capacity], free: [...this.gpus.free] };
+    const clone = new NodeResources(this.capacity, this.order, this.total, gpus);
+    // A ledger starts full; take off what is in use here.
+    const used = cloneVector(this.total);
+    subtractFrom(used, this.avail);
+    subtractFrom(clone.avail, used);
+    return clone;
+  }
+
   view(): NodeView {
     return {
       nodeId: this.nodeId,

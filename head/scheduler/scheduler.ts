@@ -13,6 +13,7 @@ import {
 } from '../../common/resources.js';
 import { chooseGpus, fractionDevice, hasWholeFree } from './gpu-allocator.js';
 import { type BundleAsk, reserveBundles } from './group-placement.js';
+import { type GroupPlanAsk, type GroupsPlan, planGroups } from './group-plan.js';
 import { type GroupState, newBundle, placeInGroup, toBundleView } from './group-state.js';
 import { actorInfeasible, groupInfeasible } from './infeasible.js';
 import { type CompiledSelector, compileLabelSelector } from './label-selector.js';
@@ -301,6 +302,23 @@ export class Scheduler {
       nodes: cloneList,
       occupied: [...new Set(occupied)],
     });
+  }
+
+  /**
+   * The dry run of `placeGroup` for several groups, placed one after another in the order
+   * given: on what is free now, and on the same nodes idle. Reserves nothing.
+   */
+  planGroups(asks: readonly GroupPlanAsk[]): GroupsPlan {
+    for (const ask of asks) {
+      const what = `placement group ${ask.name}`;
+      checkStrategy(ask.strategy, what);
+      if (ask.bundles.length === 0) {
+        throw new ConfigError(`${what}: a placement group needs at least one bundle`, {
+          fields: { name: ask.name },
+        });
+      }
+    }
+    return planGroups(this.nodeList, asks);
   }
 
   /** Frees every bundle reservation. The head kills the group's actors itself. */

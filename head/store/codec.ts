@@ -3,7 +3,7 @@
  * Redis would and a test passing against one passes against the other.
  */
 import { InternalError } from '../../common/errors.js';
-import { isTableName } from './keys.js';
+import { isTableName } from '../../common/redis-keys.js';
 import type { StoreOp, TableName } from './types.js';
 
 export type EncodedOp =

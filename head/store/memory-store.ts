@@ -3,8 +3,8 @@
  * objects, so callers see the same copies and the same failures as with Redis.
  */
 import { InternalError } from '../../common/errors.js';
+import { TABLES, validateCluster } from '../../common/redis-keys.js';
 import { checkKey, checkTable, decode, encode, encodeOps } from './codec.js';
-import { TABLES, validateCluster } from './keys.js';
 import type { ClusterStore, StoreOp, StoreOptions, TableName } from './types.js';
 
 export class MemoryStore implements ClusterStore {

@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { freePort, startRedisServer } from '../../bench/redis-server.js';
 import { AuthError, UnavailableError } from '../../common/errors.js';
-import { clusterPrefix, tableKey } from './keys.js';
+import { clusterPrefix, tableKey } from '../../common/redis-keys.js';
 import { RedisStore, redactUrl } from './redis-store.js';
 import { runStoreContract } from './store.contract.js';
 
@@ -43,7 +43,7 @@ afterAll(async () => {
 runStoreContract('redis', async () => new RedisStore(url, { cluster: uniqueCluster() }));
 
 describe('RedisStore', () => {
-  it('writes exactly the keys keys.ts names, as JSON text', async () => {
+  it('writes exactly the keys common/redis-keys.ts names, as JSON text', async () => {
     const cluster = uniqueCluster();
     const store = new RedisStore(url, { cluster });
     await store.open();

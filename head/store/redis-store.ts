@@ -1,6 +1,6 @@
 /**
- * The durable store: one Redis hash per table (see keys.ts), records as JSON text. A head that
- * restarts on the same URL and cluster name reloads what the previous one wrote.
+ * The durable store: one Redis hash per table (see common/redis-keys.ts), records as JSON text.
+ * A head that restarts on the same URL and cluster name reloads what the previous one wrote.
  */
 import { Redis, ReplyError } from 'ioredis';
 import {
@@ -11,8 +11,8 @@ import {
   UnavailableError,
 } from '../../common/errors.js';
 import { type Logger, silentLogger } from '../../common/logger.js';
+import { tableKey, validateCluster } from '../../common/redis-keys.js';
 import { checkKey, checkTable, decode, encode, encodeOps } from './codec.js';
-import { tableKey, validateCluster } from './keys.js';
 import type { ClusterStore, StoreOp, StoreOptions, TableName } from './types.js';
 
 export interface RedisStoreOptions extends StoreOptions {

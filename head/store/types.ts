@@ -3,9 +3,9 @@
  * restarted head reloads. Records are JSON values; both backends store them as JSON text so
  * they behave the same (a Buffer does not survive, encode bytes as base64 first).
  */
+import type { TableName } from '../../common/redis-keys.js';
 
-/** `packages` holds job working dirs in ≤ 1 MiB chunks (`HASH/N`) under a `HASH` manifest. */
-export type TableName = 'nodes' | 'actors' | 'placementGroups' | 'jobs' | 'packages';
+export type { TableName };
 
 export type StoreOp =
   | { op: 'put'; table: TableName; id: string; value: unknown }

@@ -159,6 +159,118 @@ export function runBufferContract(
       expect(await b.length()).toBe(2);
     });
 
+    it('gives a restarted consumer back what it was delivered and had not acked (readPending)', async () => {
+      const b = await fresh();
+      const ids = await b.append(Array.from({ length: 6 }, () => makeRecord()));
+      const first = await b.read({ group: 'g', consumer: 'driver', count: 4 });
+      await b.read({ group: 'g', consumer: 'other', count: 1 });
+      await b.ack('g', [first[0].entryId]);
+      // The driver restarts under the same consumer name: no idle time to wait for.
+      const again = await b.readPending({ group: 'g', consumer: 'driver' });
+      expect(again.map((e) => e.entryId)).toEqual(ids.slice(1, 4));
+      expect(again.map((e) => e.record)).toEqual(first.slice(1).map((e) => e.record));
+      expect(again.every((e) => e.deliveries === 2)).toBe(true);
+      // Oldest first, at most `count`; the other consumer's entry stays where it was.
+      const one = await b.readPending({ group: 'g', consumer: 'driver', count: 1 });
+      expect(one.map((e) => [e.entryId, e.deliveries])).toEqual([[ids[1], 3]]);
+      const pend = await b.pending('g');
+      expect(pend.map((p) => [p.entryId, p.consumer, p.deliveries])).toEqual([
+        [ids[1], 'driver', 3],
+        [ids[2], 'driver', 2],
+        [ids[3], 'driver', 2],
+        [ids[4], 'other', 1],
+      ]);
+      // New entries still come only through read.
+      expect((await b.read({ group: 'g', consumer: 'driver', count: 10 })).map((e) => e.entryId)).toEqual([
+        ids[5],
+      ]);
+      await b.ack(
+        'g',
+        again.map((e) => e.entryId),
+      );
+      expect((await b.readPending({ group: 'g', consumer: 'driver' })).map((e) => e.entryId)).toEqual([
+        ids[5],
+      ]);
+      expect(await b.readPending({ group: 'g', consumer: 'nobody' })).toEqual([]);
+      expect(await b.readPending({ group: 'fresh-group', consumer: 'driver' })).toEqual([]);
+    });
+
+    it('readPending moves an entry already delivered maxDeliveries times to the dead letters', async () => {
+      const b = await fresh({ maxDeliveries: 2 });
+      const [id] = await b.append([makeRecord()]);
+      const [delivered] = await b.read({ group: 'g', consumer: 'driver' });
+      expect((await b.readPending({ group: 'g', consumer: 'driver' })).map((e) => e.deliveries)).toEqual([2]);
+      expect(await b.readPending({ group: 'g', consumer: 'driver' })).toEqual([]);
+      expect(await b.pending('g')).toEqual([]);
+      const dead = await b.deadLetters();
+      expect(dead).toHaveLength(1);
+      expect(dead[0]).toMatchObject({ entryId: id, group: 'g', deliveries: 2 });
+      expect(dead[0].record).toEqual(delivered.record);
+      expect((await b.stats()).groups.g).toEqual({ acked: 0, pending: 0, deadLetters: 1, unread: 0 });
+    });
+
+    it('stats counts appended, duplicates, acked / pending / dead / unread per group, trained', async () => {
+      const b = await fresh({ maxDeliveries: 1 });
+      expect(await b.stats()).toEqual({
+        appended: 0,
+        duplicates: 0,
+        length: 0,
+        trained: 0,
+        deadLetters: 0,
+        groups: {},
+      });
+      const records = Array.from({ length: 4 }, () => makeRecord());
+      await b.append(records);
+      await b.append([records[0]]);
+      const got = await b.read({ group: 'train', consumer: 'c', count: 3 });
+      await b.ack('train', [got[0].entryId, got[1].entryId]);
+      await b.ack('train', [got[0].entryId]); // already acked: not counted twice
+      await b.read({ group: 'judge', consumer: 'c', count: 1 });
+      await sleep(30);
+      await b.claimStale({ group: 'judge', consumer: 'c2', idleMs: 10 }); // maxDeliveries 1: dead
+      await b.markTrained([records[0].trajectoryId, records[1].trajectoryId]);
+      expect(await b.stats()).toEqual({
+        appended: 4,
+        duplicates: 1,
+        length: 4,
+        trained: 2,
+        deadLetters: 1,
+        groups: {
+          judge: { acked: 0, pending: 0, deadLetters: 1, unread: 3 },
+          train: { acked: 2, pending: 1, deadLetters: 0, unread: 1 },
+        },
+      });
+    });
+
+    it('destroy deletes the buffer for good and closes it', async () => {
+      const name = `destroyed-${Date.now().toString(36)}-${counter++}`;
+      const b = await fresh({ name, maxDeliveries: 1 });
+      const records = [makeRecord(), makeRecord()];
+      await b.append(records);
+      await b.read({ group: 'g', consumer: 'c', count: 1 });
+      await sleep(30);
+      await b.claimStale({ group: 'g', consumer: 'c2', idleMs: 10 });
+      await b.markTrained([records[0].trajectoryId]);
+      await b.destroy();
+      await expect(b.length()).rejects.toThrow(/closed/);
+      const again = await fresh({ name });
+      expect(await again.stats()).toEqual({
+        appended: 0,
+        duplicates: 0,
+        length: 0,
+        trained: 0,
+        deadLetters: 0,
+        groups: {},
+      });
+      expect(await again.deadLetters()).toEqual([]);
+      expect(await again.wasTrained(records[0].trajectoryId)).toBe(false);
+      // The trajectory ids are forgotten too: the same record appends as a new entry.
+      expect(await again.append([records[1]])).toHaveLength(1);
+      expect((await again.read({ group: 'g', consumer: 'c', count: 10 })).map((e) => e.record)).toEqual([
+        records[1],
+      ]);
+    });
+
     it('markTrained / wasTrained guard against training a redelivered entry twice', async () => {
       const b = await fresh();
       expect(await b.wasTrained('t-x')).toBe(false);

@@ -4,12 +4,13 @@
  * delivery counts, blocking reads woken by appends, dead letters, idempotent trajectory ids).
  */
 import { ConfigError } from '../../common/errors.js';
+import { validateBufferName } from '../../common/redis-keys.js';
 import { compareEntryIds } from './entry-id.js';
 import { readJsonl, writeJsonl } from './jsonl.js';
-import { validateBufferName } from './keys.js';
 import {
   type BufferEntry,
   type BufferOptions,
+  type BufferStats,
   type ClaimOptions,
   DEFAULT_CLAIM_COUNT,
   DEFAULT_MAX_DELIVERIES,
@@ -17,6 +18,7 @@ import {
   type PendingEntry,
   parseTrajectoryRecord,
   type ReadOptions,
+  type ReadPendingOptions,
   type TrajectoryBuffer,
   type TrajectoryRecord,
 } from './types.js';
@@ -36,6 +38,8 @@ interface Group {
   /** Absolute index (see `base`) of the next entry never delivered to this group. */
   next: number;
   pel: Map<string, PendingState>;
+  acked: number;
+  dead: number;
 }
 
 export class MemoryTrajectoryBuffer implements TrajectoryBuffer {
@@ -52,6 +56,8 @@ export class MemoryTrajectoryBuffer implements TrajectoryBuffer {
   private readonly groups = new Map<string, Group>();
   private readonly dead: DeadLetter[] = [];
   private readonly waiters = new Set<() => void>();
+  private appended = 0;
+  private duplicates = 0;
   private lastMs = 0;
   private lastSeq = -1;
   private closed = false;
@@ -70,8 +76,10 @@ export class MemoryTrajectoryBuffer implements TrajectoryBuffer {
       const existing = this.idByTrajectory.get(record.trajectoryId);
       if (existing !== undefined) {
         ids.push(existing);
+        this.duplicates++;
         continue;
       }
+      this.appended++;
       const id = this.nextId();
       const stored = { id, record };
       this.log.push(stored);
@@ -97,7 +105,7 @@ export class MemoryTrajectoryBuffer implements TrajectoryBuffer {
         group.next = this.base + start + batch.length;
         return batch.map((s) => {
           group.pel.set(s.id, { consumer: options.consumer, deliveries: 1, lastDeliveryMs: now });
-          return { entryId: s.id, record: structuredClone(s.record), deliveries: 1 };
+          return { entryId: s.id, record: cloneRecord(s.record), deliveries: 1 };
         });
       }
       const left = deadline - Date.now();
@@ -116,44 +124,44 @@ export class MemoryTrajectoryBuffer implements TrajectoryBuffer {
 
   async ack(group: string, entryIds: readonly string[]): Promise<number> {
     this.checkOpen();
-    const pel = this.group(group).pel;
+    const g = this.group(group);
     let n = 0;
-    for (const id of entryIds) if (pel.delete(id)) n++;
+    for (const id of entryIds) if (g.pel.delete(id)) n++;
+    g.acked += n;
     return n;
   }
 
   async claimStale(options: ClaimOptions): Promise<BufferEntry[]> {
     this.checkOpen();
-    const pel = this.group(options.group).pel;
+    const g = this.group(options.group);
     const now = Date.now();
     const count = options.count ?? DEFAULT_CLAIM_COUNT;
     const out: BufferEntry[] = [];
     let examined = 0;
-    for (const id of [...pel.keys()].sort(compareEntryIds)) {
+    for (const id of [...g.pel.keys()].sort(compareEntryIds)) {
       if (examined >= count) break;
-      const p = pel.get(id)!;
-      if (now - p.lastDeliveryMs < options.idleMs) continue;
+      if (now - g.pel.get(id)!.lastDeliveryMs < options.idleMs) continue;
       examined++;
-      const stored = this.byId.get(id);
-      if (stored === undefined) {
-        pel.delete(id); // trimmed away, as XAUTOCLAIM drops deleted entries
-        continue;
-      }
-      if (p.deliveries >= this.maxDeliveries) {
-        pel.delete(id);
-        this.dead.push({
-          entryId: id,
-          group: options.group,
-          deliveries: p.deliveries,
-          deadAtMs: now,
-          record: structuredClone(stored.record),
-        });
-        continue;
-      }
-      p.consumer = options.consumer;
-      p.deliveries++;
-      p.lastDeliveryMs = now;
-      out.push({ entryId: id, record: structuredClone(stored.record), deliveries: p.deliveries });
+      const entry = this.redeliver(options.group, g, id, options.consumer, now);
+      if (entry !== undefined) out.push(entry);
+    }
+    return out;
+  }
+
+  async readPending(options: ReadPendingOptions): Promise<BufferEntry[]> {
+    this.checkOpen();
+    const g = this.group(options.group);
+    const now = Date.now();
+    const count = options.count ?? DEFAULT_CLAIM_COUNT;
+    const mine = [...g.pel.entries()]
+      .filter(([, p]) => p.consumer === options.consumer)
+      .map(([id]) => id)
+      .sort(compareEntryIds)
+      .slice(0, count);
+    const out: BufferEntry[] = [];
+    for (const id of mine) {
+      const entry = this.redeliver(options.group, g, id, options.consumer, now);
+      if (entry !== undefined) out.push(entry);
     }
     return out;
   }
@@ -179,6 +187,29 @@ export class MemoryTrajectoryBuffer implements TrajectoryBuffer {
   async length(): Promise<number> {
     this.checkOpen();
     return this.log.length;
+  }
+
+  async stats(): Promise<BufferStats> {
+    this.checkOpen();
+    const groups: BufferStats['groups'] = {};
+    for (const name of [...this.groups.keys()].sort()) {
+      const g = this.groups.get(name)!;
+      const pending = g.pel.size;
+      groups[name] = {
+        acked: g.acked,
+        pending,
+        deadLetters: g.dead,
+        unread: Math.max(0, this.appended - g.acked - pending - g.dead),
+      };
+    }
+    return {
+      appended: this.appended,
+      duplicates: this.duplicates,
+      length: this.log.length,
+      trained: this.trained.size,
+      deadLetters: this.dead.length,
+      groups,
+    };
   }
 
   async markTrained(trajectoryIds: readonly string[]): Promise<number> {
@@ -220,6 +251,53 @@ export class MemoryTrajectoryBuffer implements TrajectoryBuffer {
     for (const wake of [...this.waiters]) wake();
   }
 
+  async destroy(): Promise<void> {
+    this.checkOpen();
+    this.log = [];
+    this.byId.clear();
+    this.idByTrajectory.clear();
+    this.trained.clear();
+    this.groups.clear();
+    this.dead.length = 0;
+    await this.close();
+  }
+
+  /**
+   * Delivers pending entry `id` again to `consumer`, or, once it has had `maxDeliveries`
+   * deliveries, moves it to the dead letters; an entry trimmed away leaves the pending list
+   * (as XAUTOCLAIM drops deleted entries).
+   */
+  private redeliver(
+    group: string,
+    g: Group,
+    id: string,
+    consumer: string,
+    now: number,
+  ): BufferEntry | undefined {
+    const p = g.pel.get(id)!;
+    const stored = this.byId.get(id);
+    if (stored === undefined) {
+      g.pel.delete(id);
+      return undefined;
+    }
+    if (p.deliveries >= this.maxDeliveries) {
+      g.pel.delete(id);
+      g.dead++;
+      this.dead.push({
+        entryId: id,
+        group,
+        deliveries: p.deliveries,
+        deadAtMs: now,
+        record: cloneRecord(stored.record),
+      });
+      return undefined;
+    }
+    p.consumer = consumer;
+    p.deliveries++;
+    p.lastDeliveryMs = now;
+    return { entryId: id, record: cloneRecord(stored.record), deliveries: p.deliveries };
+  }
+
   private nextId(): string {
     const now = Date.now();
     if (now > this.lastMs) {
@@ -243,7 +321,7 @@ export class MemoryTrajectoryBuffer implements TrajectoryBuffer {
     let g = this.groups.get(name);
     if (g === undefined) {
       checkGroupName(name);
-      g = { next: this.base, pel: new Map() };
+      g = { next: this.base, pel: new Map(), acked: 0, dead: 0 };
       this.groups.set(name, g);
     }
     return g;
@@ -252,6 +330,24 @@ export class MemoryTrajectoryBuffer implements TrajectoryBuffer {
   private checkOpen(): void {
     if (this.closed) throw new ConfigError(`trajectory buffer ${this.name} is closed`);
   }
+}
+
+/**
+ * A copy the caller may change freely, as a Redis read would give. The long number arrays are
+ * sliced (structuredClone of a whole record costs ~10× more), the small nested parts cloned.
+ */
+function cloneRecord(r: TrajectoryRecord): TrajectoryRecord {
+  const copy: TrajectoryRecord = {
+    ...r,
+    messages: structuredClone(r.messages),
+    promptTokenIds: r.promptTokenIds.slice(),
+    tokenIds: r.tokenIds.slice(),
+    logprobs: r.logprobs.slice(),
+    nextState: r.nextState === null ? null : structuredClone(r.nextState),
+    votes: r.votes.slice(),
+  };
+  if (r.extra !== undefined) copy.extra = structuredClone(r.extra);
+  return copy;
 }
 
 export function checkMaxLen(maxLen: number | undefined): number | undefined {

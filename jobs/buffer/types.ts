@@ -13,39 +13,43 @@ export const MessageSchema = z.looseObject({
 });
 export type Message = z.infer<typeof MessageSchema>;
 
-export const TrajectoryRecordSchema = z
-  .object({
-    /** Idempotency key: appending the same id twice stores it once. */
-    trajectoryId: z.string().min(1),
-    sessionId: z.string().min(1),
-    turn: z.number().int().nonnegative(),
-    messages: z.array(MessageSchema),
-    promptTokenIds: z.array(z.number().int().nonnegative()),
-    tokenIds: z.array(z.number().int().nonnegative()),
-    /** One per response token (OpenClaw-RL truncates or zero-pads them to match `tokenIds`). */
-    logprobs: z.array(z.number()),
-    /** The message that followed this turn (user reply, tool result), or null at the end. */
-    nextState: MessageSchema.nullable(),
-    /** The PRM judge's m votes (+1 / -1 / 0 for invalid). */
-    votes: z.array(z.number()),
-    /** Majority / mean of the votes; null until judged. */
-    score: z.number().nullable(),
-    /** OPD hindsight hint (the longest +1 hint), or null. */
-    hint: z.string().nullable(),
-    /** The policy weight version that produced the response. */
-    weightVersion: z.number().int().nonnegative(),
-    createdAtMs: z.number().int().nonnegative(),
-    extra: z.record(z.string(), z.unknown()).optional(),
-  })
-  .superRefine((r, ctx) => {
-    if (r.logprobs.length !== r.tokenIds.length) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['logprobs'],
-        message: `has ${r.logprobs.length} entries but tokenIds has ${r.tokenIds.length}`,
-      });
-    }
-  });
+const RecordShape = z.object({
+  /** Idempotency key: appending the same id twice stores it once. */
+  trajectoryId: z.string().min(1),
+  sessionId: z.string().min(1),
+  turn: z.number().int().nonnegative(),
+  messages: z.array(MessageSchema),
+  promptTokenIds: z.array(z.number().int().nonnegative()),
+  tokenIds: z.array(z.number().int().nonnegative()),
+  /** One per response token (OpenClaw-RL truncates or zero-pads them to match `tokenIds`). */
+  logprobs: z.array(z.number()),
+  /** The message that followed this turn (user reply, tool result), or null at the end. */
+  nextState: MessageSchema.nullable(),
+  /** The PRM judge's m votes (+1 / -1 / 0 for invalid). */
+  votes: z.array(z.number()),
+  /** Majority / mean of the votes; null until judged. */
+  score: z.number().nullable(),
+  /** OPD hindsight hint (the longest +1 hint), or null. */
+  hint: z.string().nullable(),
+  /** The policy weight version that produced the response. */
+  weightVersion: z.number().int().nonnegative(),
+  createdAtMs: z.number().int().nonnegative(),
+  extra: z.record(z.string(), z.unknown()).optional(),
+});
+
+export const TrajectoryRecordSchema = RecordShape.superRefine((r, ctx) => {
+  if (r.logprobs.length !== r.tokenIds.length) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['logprobs'],
+      message: `has ${r.logprobs.length} entries but tokenIds has ${r.tokenIds.length}`,
+    });
+  }
+});
+
+/** Every field but the three long number arrays, which are checked by hand (see `fastParse`). */
+export const RecordRestSchema = RecordShape.omit({ promptTokenIds: true, tokenIds: true, logprobs: true });
+export type RecordRest = z.infer<typeof RecordRestSchema>;
 
 export type TrajectoryRecord = z.infer<typeof TrajectoryRecordSchema>;
 
@@ -98,6 +102,13 @@ export interface ClaimOptions {
   count?: number;
 }
 
+export interface ReadPendingOptions {
+  group: string;
+  consumer: string;
+  /** Most entries to return (default 100). */
+  count?: number;
+}
+
 export interface PendingEntry {
   entryId: string;
   consumer: string;
@@ -113,6 +124,36 @@ export interface DeadLetter {
   deliveries: number;
   deadAtMs: number;
   record: TrajectoryRecord;
+}
+
+export interface GroupStats {
+  /** Entries the group acked (dead-lettered ones are counted under `deadLetters` instead). */
+  acked: number;
+  /** Entries delivered to one of the group's consumers and not acked yet. */
+  pending: number;
+  /** Entries the group gave up on after `maxDeliveries` deliveries (moved to the dead letters). */
+  deadLetters: number;
+  /**
+   * Entries never delivered to the group: appended − acked − pending − deadLetters (exact while
+   * the stream is not trimmed; job streams are not).
+   */
+  unread: number;
+}
+
+/** Counters for a job's trajectory accounting; one round trip on Redis, no record is read. */
+export interface BufferStats {
+  /** Records appended (an append of a trajectoryId already stored is not counted here). */
+  appended: number;
+  /** Appends of a trajectoryId already stored, answered with its existing entry id. */
+  duplicates: number;
+  /** Entries in the stream now (after trimming). */
+  length: number;
+  /** Trajectory ids marked trained (`markTrained`). */
+  trained: number;
+  /** Entries in the dead letters, all groups together. */
+  deadLetters: number;
+  /** Every group that has read, acked or been created on this buffer. */
+  groups: Record<string, GroupStats>;
 }
 
 export interface BufferOptions {
@@ -147,11 +188,21 @@ export interface TrajectoryBuffer {
    * `maxDeliveries` times go to the dead letters instead and are acked.
    */
   claimStale(options: ClaimOptions): Promise<BufferEntry[]>;
+  /**
+   * Re-delivers to `consumer` the entries it was delivered and has not acked, oldest id first
+   * (XREADGROUP with id 0, plus claimStale's rules: the delivery count goes up, an entry already
+   * delivered `maxDeliveries` times goes to the dead letters instead). A restarted driver calls
+   * it under its previous consumer name before it reads new entries; to take over the entries of
+   * every consumer of the group instead, call `claimStale` with `idleMs: 0`.
+   */
+  readPending(options: ReadPendingOptions): Promise<BufferEntry[]>;
   deadLetters(): Promise<DeadLetter[]>;
   /** The group's delivered-but-unacked entries, oldest id first. */
   pending(group: string): Promise<PendingEntry[]>;
   /** Entries in the stream (after trimming). */
   length(): Promise<number>;
+  /** Appended, acked / pending / dead-lettered / unread per group, trained, dead letters. */
+  stats(): Promise<BufferStats>;
   /** Marks trajectories as trained; returns how many were not marked before. */
   markTrained(trajectoryIds: readonly string[]): Promise<number>;
   /** True once markTrained saw the id: a redelivered entry must then be skipped. */
@@ -161,31 +212,51 @@ export interface TrajectoryBuffer {
   /** Validates and appends every line of a JSONL file; returns the entry ids. */
   importJsonl(file: string): Promise<string[]>;
   close(): Promise<void>;
+  /**
+   * Deletes the buffer for good (on Redis every key of it: stream, dead letters, ids, trained
+   * set, counters) and closes it; for a job that is deleted. Other handles on the same name see
+   * an empty buffer afterwards.
+   */
+  destroy(): Promise<void>;
 }
 
-const TOKEN_ARRAYS = ['promptTokenIds', 'tokenIds'] as const;
-
 /**
- * The long number arrays checked by hand (zod costs ~60 µs on a 200-token record), the rest by
- * the schema. Returns undefined when anything is off, so the full parse reports the error.
+ * The long number arrays checked by hand while they are copied (zod costs ~60 µs on a
+ * 200-token record), the rest by the schema. Returns undefined when anything is off, so the full
+ * parse reports the error.
  */
 function fastParse(value: unknown): TrajectoryRecord | undefined {
   if (typeof value !== 'object' || value === null) return undefined;
   const v = value as Record<string, unknown>;
-  const { promptTokenIds, tokenIds, logprobs } = v;
-  for (const key of TOKEN_ARRAYS) {
-    const a = v[key];
-    if (!Array.isArray(a)) return undefined;
-    for (const x of a) if (!Number.isInteger(x) || x < 0) return undefined;
-  }
-  if (!Array.isArray(logprobs) || logprobs.length !== (tokenIds as unknown[]).length) return undefined;
-  for (const x of logprobs) if (typeof x !== 'number' || !Number.isFinite(x)) return undefined;
-  const rest = TrajectoryRecordSchema.safeParse({ ...v, promptTokenIds: [], tokenIds: [], logprobs: [] });
+  const promptTokenIds = copyTokenIds(v.promptTokenIds);
+  const tokenIds = copyTokenIds(v.tokenIds);
+  const logprobs = copyLogprobs(v.logprobs);
+  if (promptTokenIds === undefined || tokenIds === undefined || logprobs === undefined) return undefined;
+  if (logprobs.length !== tokenIds.length) return undefined;
+  // The rest schema strips unknown keys (the arrays among them) as the full schema would.
+  const rest = RecordRestSchema.safeParse(v);
   if (!rest.success) return undefined;
-  return {
-    ...rest.data,
-    promptTokenIds: (promptTokenIds as number[]).slice(),
-    tokenIds: (tokenIds as number[]).slice(),
-    logprobs: (logprobs as number[]).slice(),
-  };
+  return { ...rest.data, promptTokenIds, tokenIds, logprobs };
+}
+
+function copyTokenIds(a: unknown): number[] | undefined {
+  if (!Array.isArray(a)) return undefined;
+  const out = new Array<number>(a.length);
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i];
+    if (!Number.isInteger(x) || x < 0) return undefined;
+    out[i] = x;
+  }
+  return out;
+}
+
+function copyLogprobs(a: unknown): number[] | undefined {
+  if (!Array.isArray(a)) return undefined;
+  const out = new Array<number>(a.length);
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i];
+    if (typeof x !== 'number' || !Number.isFinite(x)) return undefined;
+    out[i] = x;
+  }
+  return out;
 }

@@ -109,6 +109,15 @@ export function crossFieldIssues(raw: RawManifest, m: RLJobManifest): FieldIssue
       `synchronous training (async: false) has no stale samples; expected 0, got ${train.maxStaleness}`,
     );
   }
+  // Rollouts for step s wait until the engines serve step s − maxStaleness; with weights
+  // published every N steps they serve ⌊s/N⌋·N, so a smaller bound stalls every N-th step
+  // (and, with samples measured against it, would drop every group).
+  if (method !== 'sft' && train.updateWeightsEvery > 1 && train.maxStaleness < train.updateWeightsEvery - 1) {
+    add(
+      ['train', 'maxStaleness'],
+      `with updateWeightsEvery ${train.updateWeightsEvery} the engines lag up to ${train.updateWeightsEvery - 1} versions behind; expected at least ${train.updateWeightsEvery - 1}${train.async ? '' : ' (synchronous training needs updateWeightsEvery 1)'}, got ${train.maxStaleness}`,
+    );
+  }
   if (rawSpec.train.combine && method !== 'combine') {
     add(['train', 'combine'], `weights the advantages of method combine; this job's method is ${method}`);
   }

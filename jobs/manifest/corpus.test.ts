@@ -5,30 +5,40 @@
  *                                   (or every part of it, when parts are joined by " … ")
  *   # expect: --set EXPR fragment   a problem blamed on the override EXPR
  *   # set: EXPR                     an override passed as --set EXPR
- *   # cluster: two-node             plan the partition on TWO_NODES (the manifest itself is valid)
+ *   # cluster: two-node             plan the partition on TWO_NODES, a real head with two
+ *                                   1-GPU nodes (the manifest itself is valid)
  * and exactly the expected problems must be reported, no more.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../common/errors.js';
 import { packageRoot } from '../../common/package-root.js';
+import { type PlanCluster, startPlanCluster } from '../../test/helpers/plan-cluster.js';
 import { METHODS, type Method, TRACK_DEFAULTS } from './defaults.js';
 import { checkManifestText, parseManifest } from './load.js';
-import { type ClusterNode, planPartition } from './partition.js';
+import { planPartition } from './partition.js';
 
 const FIXTURES = join(packageRoot(), 'test', 'fixtures', 'manifests');
 
-const TWO_NODES: ClusterNode[] = [
-  { nodeId: 'node-a', total: { CPU: 4, GPU: 1, memory_mb: 16384 } },
-  { nodeId: 'node-b', total: { CPU: 4, GPU: 1, memory_mb: 16384 } },
-];
-
+/** Partitions are planned by a real head; messages name its nodes as `node-a`, `gpu-0`, …. */
+let TWO_NODES: PlanCluster;
 /** Room for every valid fixture: 2 nodes × 4 GPUs. */
-const BIG_CLUSTER: ClusterNode[] = [
-  { nodeId: 'gpu-0', total: { CPU: 32, GPU: 4, memory_mb: 262144 } },
-  { nodeId: 'gpu-1', total: { CPU: 32, GPU: 4, memory_mb: 262144 } },
-];
+let BIG_CLUSTER: PlanCluster;
+
+beforeAll(async () => {
+  [TWO_NODES, BIG_CLUSTER] = await Promise.all([
+    startPlanCluster([
+      { name: 'node-a', gpus: 1, cpus: 4, memoryMb: 16384 },
+      { name: 'node-b', gpus: 1, cpus: 4, memoryMb: 16384 },
+    ]),
+    startPlanCluster([
+      { name: 'gpu-0', gpus: 4, cpus: 32, memoryMb: 262144 },
+      { name: 'gpu-1', gpus: 4, cpus: 32, memoryMb: 262144 },
+    ]),
+  ]);
+});
+afterAll(() => Promise.all([TWO_NODES?.stop(), BIG_CLUSTER?.stop()]));
 
 interface Expectation {
   where: string;
@@ -66,7 +76,7 @@ describe('broken manifests', () => {
     expect(brokenFiles.length).toBeGreaterThanOrEqual(40);
   });
 
-  it.each(brokenFiles)('%s', (name) => {
+  it.each(brokenFiles)('%s', async (name) => {
     const label = `broken/${name}`;
     const text = readFileSync(join(FIXTURES, 'broken', name), 'utf8');
     const { expects, sets, cluster } = header(text);
@@ -78,12 +88,12 @@ describe('broken manifests', () => {
       const manifest = parseManifest(text, label, { set: sets });
       let caught: unknown;
       try {
-        planPartition(manifest, TWO_NODES);
+        await planPartition(manifest, TWO_NODES.cluster);
       } catch (err) {
         caught = err;
       }
       expect(caught).toBeInstanceOf(ConfigError);
-      lines = (caught as ConfigError).message
+      lines = TWO_NODES.named((caught as ConfigError).message)
         .split('\n')
         .slice(1)
         .map((l) => l.trim());
@@ -116,7 +126,7 @@ describe('valid manifests', () => {
     }
   });
 
-  it.each(validFiles)('%s parses with every default filled and fits a 2 × 4-GPU cluster', (name) => {
+  it.each(validFiles)('%s parses with every default filled and fits a 2 × 4-GPU cluster', async (name) => {
     const text = readFileSync(join(FIXTURES, 'valid', name), 'utf8');
     const manifest = parseManifest(text, `valid/${name}`);
     const [track, method] = basename(name, '.yaml').split('-') as [keyof typeof TRACK_DEFAULTS, Method];
@@ -142,9 +152,9 @@ describe('valid manifests', () => {
       expect(judge.rule).toBe(TRACK_DEFAULTS[track].judgeRule);
     }
     if (method === 'opd' || method === 'combine') expect(judge.backend).toBe('llm');
-    const plan = planPartition(manifest, BIG_CLUSTER);
-    expect(plan.groups.map((g) => g.role)).toEqual(
-      track === 'personal' ? ['rollout', 'judge', 'trainer'] : ['rollout', 'judge', 'trainer', 'env'],
+    const plan = await planPartition(manifest, BIG_CLUSTER.cluster);
+    expect(plan.groups.map((g) => g.role).sort()).toEqual(
+      track === 'personal' ? ['judge', 'rollout', 'trainer'] : ['env', 'judge', 'rollout', 'trainer'],
     );
   });
 });

@@ -135,6 +135,9 @@ export function defaultJudgeVotes(backend: JudgeBackendName, method: Method): nu
   return backend === 'rule' || backend === 'reaction' ? 1 : METHOD_DEFAULTS[method].modelJudgeVotes;
 }
 
+/** Restarts of a job's driver after it was lost (RayJob's backoffLimit; its default is 0). */
+export const DEFAULT_MAX_DRIVER_RESTARTS = 2;
+
 export const defaultCheckpointDir = (jobName: string): string => `checkpoints/${jobName}`;
 
 /** "personal 64, toolcall 16, …" for a schema description. */

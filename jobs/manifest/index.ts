@@ -29,10 +29,11 @@ export {
 export {
   type BundleAssignment,
   type BundleSpec,
-  type ClusterNode,
+  type PartitionCluster,
   type PartitionPlan,
   type PlannedGroup,
   type PlanOptions,
+  partitionGroups,
   planPartition,
   ROLES,
   type Role,

@@ -9,7 +9,9 @@
  * what users may write.
  */
 import { z } from 'zod';
+import { MAX_JOB_RETRIES } from '../../common/job-names.js';
 import {
+  DEFAULT_MAX_DRIVER_RESTARTS,
   DEFAULT_MAX_STALENESS,
   DEFAULT_STEP_REWARD_COEF,
   defaultCheckpointDir,
@@ -425,6 +427,11 @@ const specSchema = section({
   env: envSchema.optional().describe('Task environments (env tracks only)'),
   eval: evalSchema.prefault({}).describe('Periodic evaluation on held-out tasks'),
   checkpoint: checkpointSchema.prefault({}).describe('Checkpoints and resume'),
+  maxDriverRestarts: num({ int: true, min: 0, max: MAX_JOB_RETRIES })
+    .default(DEFAULT_MAX_DRIVER_RESTARTS)
+    .describe(
+      "How often the job's driver is started again, from its last checkpoint, when it dies with its node or is SIGKILLed (RayJob's backoffLimit); an error exit is never retried. `clawray job submit --max-retries` overrides it",
+    ),
   plugins: pluginsSchema.prefault({}).describe('Extension modules, like slime --custom-*-path'),
   serve: serveSchema.optional().describe('personal: the OpenAI-compatible API live sessions talk to'),
   user: userSchema

@@ -27,7 +27,7 @@ import { join, posix, resolve } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip, createGzip } from 'node:zlib';
-import { ConfigError, type ErrorFields } from '../../common/errors.js';
+import { ConfigError, type ErrorFields, registerErrorClass } from '../../common/errors.js';
 import { clawrayHome } from '../../common/home.js';
 import { IgnoreRules } from './ignore.js';
 import { END_OF_ARCHIVE, encodeHeader, padding, readTar, TarFormatError } from './tar.js';
@@ -85,6 +85,7 @@ export interface UnpackOptions {
 
 /** The working directory is larger than the package size limit. */
 export class PackageTooLargeError extends ConfigError {}
+registerErrorClass(PackageTooLargeError);
 
 /** Where workers keep unpacked packages: `<clawray home>/packages/<hash>`. */
 export function packageCacheRoot(): string {

@@ -2,41 +2,65 @@
  * The actor that runs one job's entrypoint (Ray's JobSupervisor): `/bin/sh -c ENTRYPOINT` in
  * the job's working dir, in a process group of its own so a stop reaches everything the
  * entrypoint started, with stdout and stderr in one log file that clients read through
- * `logs()`. The head creates it and it reports its transitions back with UpdateJob.
+ * `logs()`. The head creates it and it reports its transitions back with UpdateJob. It knows
+ * jobs, not what they run: an RL job is the entrypoint `clawray rljob run MANIFEST`.
+ *
+ * When the entrypoint has exited the supervisor hands the log to the head (its last
+ * MAX_STORED_LOG_BYTES), reports the final status, and the head then removes it with the rest
+ * of the job: nothing of a finished job stays on its node.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readSync, statSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { constants } from 'node:os';
 import { dirname, join } from 'node:path';
 import { ambientToken } from '../../actors/runtime/ambient.js';
-import { Cluster } from '../../actors/runtime/cluster.js';
+import { addMetricsSource } from '../../actors/runtime/metrics-sources.js';
 import { InternalError } from '../../common/errors.js';
 import { clawrayHome } from '../../common/home.js';
-import type { SupervisorConfig } from '../../common/job-names.js';
-import { createLogger } from '../../common/logger.js';
-import { parseManifest } from '../manifest/load.js';
+import {
+  DEFAULT_STOP_GRACE_MS,
+  EXIT_RESTART,
+  MAX_STORED_LOG_BYTES,
+  type SupervisorConfig,
+} from '../../common/job-names.js';
+import { completeUtf8, utf8BoundaryAfter } from '../../common/utf8.js';
 import { packageCacheRoot, unpackWorkingDir } from '../package/working-dir.js';
-import type { PipelineProgress, PipelineSummary, RLPipeline } from '../pipeline/rl-pipeline.js';
-import { JobsClient } from './jobs-client.js';
+import { clawrayBinDir, entrypointEnv, linkClawrayPackage } from './entrypoint-env.js';
+import { JobsClient, type LogChunk } from './jobs-client.js';
 
-export type { SupervisorConfig };
+export type { LogChunk, SupervisorConfig };
 
-export interface LogChunk {
-  text: string;
-  /** Where the next read starts. */
-  nextOffset: number;
-  /** The job has ended and everything it wrote has been read. */
-  done: boolean;
-}
-
-/** SIGTERM first; SIGKILL once this has passed (Ray's default is 3 s). */
-export const STOP_GRACE_MS = Number(process.env.CLAWRAY_JOB_STOP_GRACE_MS) || 3000;
+/** The stop grace of a job that sets none (a job's own is in its config). */
+export const STOP_GRACE_MS = DEFAULT_STOP_GRACE_MS;
 const MAX_LOG_READ = 256 * 1024;
+/** How often a stopped job's process group is checked for having exited. */
+const GROUP_POLL_MS = 100;
+/** A cut log starts at a line when one starts this close to the cut. */
+const CUT_LINE_SEARCH_BYTES = 64 * 1024;
 /** Status updates keep being retried this long, so they survive a head restart. */
 const HEAD_RETRY_MS = 5 * 60_000;
 
-export function jobLogPath(submissionId: string): string {
-  return join(clawrayHome(), 'logs', 'jobs', `${submissionId}.log`);
+export function jobLogPath(submissionId: string, attempt = 1): string {
+  return join(clawrayHome(), 'logs', 'jobs', `${submissionId}.${attempt}.log`);
+}
+
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function signalGroup(pgid: number, signal: NodeJS.Signals): void {
@@ -49,15 +73,20 @@ function signalGroup(pgid: number, signal: NodeJS.Signals): void {
 
 export class JobSupervisor {
   private readonly logPath: string;
+  /**
+   * Read side of the log, open for the supervisor's life: once the head has the log the file
+   * is unlinked, and late readers still get it through this descriptor.
+   */
+  private logFd = -1;
   private readonly client: JobsClient;
   private pgid = 0;
   private stopping = false;
   private disposing = false;
   private finished = false;
   private killTimer?: NodeJS.Timeout;
+  /** When a stop's grace ends (the group is SIGKILLed then). */
+  private stopDeadlineMs = 0;
   private watchdog?: ChildProcess;
-  private pipeline?: RLPipeline;
-  private pipelineSummary?: PipelineSummary;
   /** Settles when the job has ended and its final status is with the head. */
   readonly done: Promise<void>;
 
@@ -67,7 +96,7 @@ export class JobSupervisor {
     if (!address || !token)
       throw new InternalError('a JobSupervisor runs only inside a clawray actor process');
     this.client = new JobsClient(address, token, HEAD_RETRY_MS);
-    this.logPath = jobLogPath(config.submissionId);
+    this.logPath = jobLogPath(config.submissionId, config.attempt);
     mkdirSync(dirname(this.logPath), { recursive: true });
     // Calls (logs, stop) are served while the job runs, so the run is not awaited here.
     this.done = this.run().catch((err: Error) =>
@@ -75,46 +104,29 @@ export class JobSupervisor {
     );
   }
 
-  /** An RLJob's live progress (null for an entrypoint job, or before the pipeline starts). */
-  async progress(): Promise<PipelineProgress | null> {
-    return this.pipeline?.progress() ?? null;
-  }
-
-  /** An RLJob's summary once it has ended (null until then, and for entrypoint jobs). */
-  async summary(): Promise<PipelineSummary | null> {
-    return this.pipelineSummary ?? null;
-  }
-
   async logs(offset = 0): Promise<LogChunk> {
     const finished = this.finished;
-    if (!existsSync(this.logPath)) return { text: '', nextOffset: 0, done: finished };
-    const size = statSync(this.logPath).size;
+    const attempt = this.config.attempt;
+    if (this.logFd < 0) return { text: '', nextOffset: 0, done: finished, attempt };
+    const size = fstatSync(this.logFd).size;
     const start = Math.min(Math.max(0, offset), size);
     const length = Math.min(size - start, MAX_LOG_READ);
     const buf = Buffer.alloc(length);
-    if (length > 0) {
-      const fd = openSync(this.logPath, 'r');
-      try {
-        readSync(fd, buf, 0, length, start);
-      } finally {
-        closeSync(fd);
-      }
-    }
+    if (length > 0) readSync(this.logFd, buf, 0, length, start);
     const whole = completeUtf8(buf, start + length < size || !finished);
     const nextOffset = start + whole.length;
-    return { text: whole.toString('utf8'), nextOffset, done: finished && nextOffset >= size };
+    return { text: whole.toString('utf8'), nextOffset, done: finished && nextOffset >= size, attempt };
   }
 
-  /** SIGTERM to the entrypoint's group, SIGKILL after the grace period; the job ends STOPPED. */
+  /** SIGTERM to the entrypoint's group, SIGKILL after the job's grace; the job ends STOPPED. */
   async stop(): Promise<{ stopping: boolean }> {
     if (this.finished) return { stopping: false };
     this.stopping = true;
-    // An RLJob stops gracefully: the step in progress finishes and is checkpointed.
-    this.pipeline?.requestStop();
-    if (this.pgid) {
+    if (this.pgid && !this.killTimer) {
       signalGroup(this.pgid, 'SIGTERM');
       const pgid = this.pgid;
-      this.killTimer ??= setTimeout(() => signalGroup(pgid, 'SIGKILL'), STOP_GRACE_MS);
+      this.stopDeadlineMs = Date.now() + this.config.stopGraceMs;
+      this.killTimer = setTimeout(() => signalGroup(pgid, 'SIGKILL'), this.config.stopGraceMs);
       this.killTimer.unref();
     }
     return { stopping: true };
@@ -124,37 +136,46 @@ export class JobSupervisor {
   async [Symbol.asyncDispose](): Promise<void> {
     this.disposing = true;
     await this.stop();
-    await Promise.race([this.done, new Promise((r) => setTimeout(r, STOP_GRACE_MS + 1000))]);
+    await Promise.race([this.done, new Promise((r) => setTimeout(r, this.config.stopGraceMs + 1000))]);
     this.client.close();
   }
 
   private async run(): Promise<void> {
+    const { submissionId, attempt } = this.config;
     let cwd = process.cwd();
     if (this.config.workingDirHash) {
       const bytes = await this.client.downloadPackage(this.config.workingDirHash);
       cwd = await unpackWorkingDir({ hash: this.config.workingDirHash, bytes }, packageCacheRoot());
+      linkClawrayPackage(cwd);
     }
     if (this.stopping) {
       await this.finish('STOPPED', 'stopped before the entrypoint started', undefined);
       return;
     }
-    if (this.config.manifest) {
-      await this.runManifest(this.config.manifest, cwd);
-      return;
-    }
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      CLAWRAY_ADDRESS: this.client.address,
-      CLAWRAY_TOKEN: ambientToken() ?? process.env.CLAWRAY_TOKEN,
-      CLAWRAY_JOB_ID: this.config.submissionId,
-    };
-    // The entrypoint is a driver, not this actor: it must not think it runs inside one, and it
-    // sees the machine's GPUs (the supervisor reserved none).
-    for (const name of ['CLAWRAY_ACTOR_ID', 'CLAWRAY_NODE_ID', 'CUDA_VISIBLE_DEVICES', 'CLAWRAY_BIND_HOST'])
-      delete env[name];
+    const env = entrypointEnv(process.env, {
+      address: this.client.address,
+      token: ambientToken() ?? process.env.CLAWRAY_TOKEN ?? '',
+      submissionId,
+      attempt,
+      binDir: clawrayBinDir(),
+      store: this.config.store,
+    });
+    // The driver is a plain process: its metrics reach this node's /metrics through us.
+    const metricsFile = `${this.logPath}.metrics.json`;
+    env.CLAWRAY_JOB_METRICS_FILE = metricsFile;
+    addMetricsSource(() =>
+      existsSync(metricsFile) ? (JSON.parse(readFileSync(metricsFile, 'utf8')) as unknown[]) : [],
+    );
     const out = openSync(this.logPath, 'w');
+    this.logFd = openSync(this.logPath, 'r');
     let child: ChildProcess;
     try {
+      if (this.config.restartReason) {
+        writeSync(
+          out,
+          `[clawray: attempt ${attempt}; the previous one ended: ${this.config.restartReason}]\n`,
+        );
+      }
       child = spawn('/bin/sh', ['-c', this.config.entrypoint], {
         cwd,
         env,
@@ -176,16 +197,25 @@ export class JobSupervisor {
       this.guardGroup(child.pid);
       if (this.stopping) void this.stop();
       const reply = await this.client.update({
-        submissionId: this.config.submissionId,
+        submissionId,
         status: 'RUNNING',
-        message: 'the entrypoint is running',
+        message:
+          attempt > 1
+            ? `the entrypoint is running (attempt ${attempt}; restarted after: ${this.config.restartReason})`
+            : 'the entrypoint is running',
         pid: child.pid,
         nodeId: process.env.CLAWRAY_NODE_ID ?? '',
+        attempt,
       });
       // The head ended the job meanwhile (stopped while still PENDING).
       if (reply.status !== 'RUNNING') void this.stop();
     }
     const { code, signal, error } = await exited;
+    // A stopped entrypoint's shell may end before the driver it started has finished its
+    // graceful exit (a step, a checkpoint): the rest of the group gets the grace too.
+    while (this.killTimer && this.pgid && groupAlive(this.pgid) && Date.now() < this.stopDeadlineMs) {
+      await new Promise((r) => setTimeout(r, GROUP_POLL_MS));
+    }
     clearTimeout(this.killTimer);
     // Whatever the entrypoint left running in its group ends with it.
     if (this.pgid) signalGroup(this.pgid, 'SIGKILL');
@@ -193,58 +223,20 @@ export class JobSupervisor {
     if (error) {
       await this.finish('FAILED', `the entrypoint could not be started: ${error.message}`, undefined);
     } else if (this.disposing) {
-      await this.finish('FAILED', "the job's node is shutting down", exitCode(code, signal));
+      // The driver is lost with its node, not failed: the head may start it elsewhere.
+      await this.finish('FAILED', "the job's node is shutting down", exitCode(code, signal), true);
     } else if (this.stopping) {
       await this.finish('STOPPED', 'stopped by request', exitCode(code, signal));
     } else if (code === 0) {
       await this.finish('SUCCEEDED', 'the entrypoint exited with code 0', 0);
+    } else if (code === EXIT_RESTART) {
+      await this.finish('FAILED', `the entrypoint asked to be restarted (exit ${EXIT_RESTART})`, code, true);
+    } else if (signal === 'SIGKILL') {
+      // Nobody here sent it (the OOM killer, a person): the driver died rather than failed.
+      await this.finish('FAILED', 'the entrypoint was killed by SIGKILL', exitCode(code, signal), true);
     } else {
       const how = code !== null ? `exited with code ${code}` : `was killed by ${signal}`;
       await this.finish('FAILED', `the entrypoint ${how}`, exitCode(code, signal));
-    }
-  }
-
-  /** Runs the RLJob pipeline in this process, its log lines going to the job's log. */
-  private async runManifest(source: NonNullable<SupervisorConfig['manifest']>, workingDir: string) {
-    const out = openSync(this.logPath, 'w');
-    const log = (line: string) => writeSync(out, `${new Date().toISOString().slice(11, 19)} ${line}\n`);
-    const cluster = new Cluster({
-      address: this.client.address,
-      token: ambientToken() ?? process.env.CLAWRAY_TOKEN,
-      jobId: this.config.submissionId,
-    });
-    try {
-      const manifest = parseManifest(source.text, source.file, { set: source.set });
-      const { RLPipeline } = await import('../pipeline/rl-pipeline.js');
-      this.pipeline = new RLPipeline({
-        cluster,
-        manifest,
-        workingDir,
-        dataDir: clawrayHome(),
-        jobId: this.config.submissionId,
-        logger: createLogger({ component: 'rljob', jobId: this.config.submissionId }),
-        log,
-      });
-      if (this.stopping) this.pipeline.requestStop();
-      await this.client.update({
-        submissionId: this.config.submissionId,
-        status: 'RUNNING',
-        message: `RLJob ${manifest.metadata.name} is running`,
-        pid: process.pid,
-        nodeId: process.env.CLAWRAY_NODE_ID ?? '',
-      });
-      const summary = await this.pipeline.run();
-      this.pipelineSummary = summary;
-      log(`summary ${JSON.stringify({ ...summary, history: undefined, evals: undefined })}`);
-      if (summary.status === 'stopped')
-        await this.finish('STOPPED', `stopped at step ${summary.steps}`, undefined);
-      else await this.finish('SUCCEEDED', `trained ${summary.steps} steps`, undefined);
-    } catch (err) {
-      log(`the job failed: ${(err as Error).message}`);
-      await this.finish('FAILED', (err as Error).message, undefined);
-    } finally {
-      closeSync(out);
-      await cluster.close();
     }
   }
 
@@ -265,34 +257,55 @@ export class JobSupervisor {
     process.once('exit', () => signalGroup(pgid, 'SIGKILL'));
   }
 
-  private async finish(status: string, message: string, code: number | undefined): Promise<void> {
+  /**
+   * The log goes to the head first, then the status: a client that sees the final status
+   * finds the log there. The head then removes this actor.
+   */
+  private async finish(status: string, message: string, code: number | undefined, restartable = false) {
     this.finished = true;
+    await this.storeLog().catch((err: Error) =>
+      process.stderr.write(`could not store the job's log with the head: ${err.message}\n`),
+    );
     await this.client.update({
       submissionId: this.config.submissionId,
       status,
       message,
       hasExitCode: code !== undefined,
       exitCode: code ?? 0,
+      attempt: this.config.attempt,
+      restartable,
     });
+  }
+
+  /** Sends the log (its tail, starting at a line, when it is too long) and unlinks the file. */
+  private async storeLog(): Promise<void> {
+    if (this.logFd < 0) return;
+    const size = fstatSync(this.logFd).size;
+    let cutAt = Math.max(0, size - MAX_STORED_LOG_BYTES);
+    let data = Buffer.alloc(size - cutAt);
+    if (data.length > 0) readSync(this.logFd, data, 0, data.length, cutAt);
+    if (cutAt > 0) {
+      const newline = data.subarray(0, CUT_LINE_SEARCH_BYTES).indexOf(0x0a);
+      const skip = newline >= 0 ? newline + 1 : utf8BoundaryAfter(data, 0);
+      data = data.subarray(skip);
+      cutAt += skip;
+    }
+    await this.client.storeLog({
+      submissionId: this.config.submissionId,
+      attempt: this.config.attempt,
+      data,
+      cutAtBytes: cutAt,
+      sizeBytes: size,
+    });
+    try {
+      unlinkSync(this.logPath);
+    } catch {
+      // Already gone.
+    }
   }
 }
 
 function exitCode(code: number | null, signal: NodeJS.Signals | null): number {
   if (code !== null) return code;
   return 128 + (signal ? (constants.signals[signal] ?? 0) : 0);
-}
-
-/** Drops a trailing partial UTF-8 character (unless nothing more will come to complete it). */
-function completeUtf8(buf: Buffer, moreMayCome: boolean): Buffer {
-  if (!moreMayCome) return buf;
-  let i = buf.length - 1;
-  let back = 0;
-  while (i >= 0 && back < 4 && (buf[i]! & 0xc0) === 0x80) {
-    i--;
-    back++;
-  }
-  if (i < 0) return buf;
-  const lead = buf[i]!;
-  const need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
-  return buf.length - i < need ? buf.subarray(0, i) : buf;
 }

@@ -14,6 +14,7 @@ import type { HeadServiceClient } from '../../proto/generated/clawray/v1/HeadSer
 import type { JobInfo__Output } from '../../proto/generated/clawray/v1/JobInfo.js';
 import type { PackageChunk__Output } from '../../proto/generated/clawray/v1/PackageChunk.js';
 import type { PackageRef__Output } from '../../proto/generated/clawray/v1/PackageRef.js';
+import type { StoreJobLogRequest } from '../../proto/generated/clawray/v1/StoreJobLogRequest.js';
 import type { SubmitJobRequest } from '../../proto/generated/clawray/v1/SubmitJobRequest.js';
 import type { UpdateJobRequest } from '../../proto/generated/clawray/v1/UpdateJobRequest.js';
 import { protos } from '../../proto/loader.js';
@@ -35,6 +36,21 @@ export interface JobView {
   exitCode?: number;
   pid?: number;
   nodeId?: string;
+  /** Which start of the entrypoint this is (1-based; more after restarts). */
+  attempt: number;
+  maxRetries: number;
+  stopGraceMs: number;
+}
+
+/** A piece of a job's log: from its supervisor while it runs, from the head once it ended. */
+export interface LogChunk {
+  text: string;
+  /** Where the next read starts. */
+  nextOffset: number;
+  /** The job has ended and everything it wrote has been read. */
+  done: boolean;
+  /** The attempt whose log this is. */
+  attempt: number;
 }
 
 export function jobView(i: JobInfo__Output): JobView {
@@ -52,6 +68,9 @@ export function jobView(i: JobInfo__Output): JobView {
     exitCode: i.hasExitCode ? i.exitCode : undefined,
     pid: i.pid || undefined,
     nodeId: i.nodeId || undefined,
+    attempt: i.attempt || 1,
+    maxRetries: i.maxRetries,
+    stopGraceMs: i.stopGraceMs,
   };
 }
 
@@ -94,6 +113,15 @@ export class JobsClient {
 
   async update(request: UpdateJobRequest): Promise<JobView> {
     return jobView(await this.call<JobInfo__Output>('UpdateJob', request));
+  }
+
+  /** A finished job's log as the head keeps it (the supervisor stored it before it ended). */
+  async logs(submissionId: string, offset: number): Promise<LogChunk> {
+    return this.call<LogChunk>('GetJobLogs', { submissionId, offset });
+  }
+
+  async storeLog(request: StoreJobLogRequest): Promise<void> {
+    await this.call('StoreJobLog', request);
   }
 
   /** Uploads `bytes` under `hash` unless the head already has it; resolves true if it sent them. */

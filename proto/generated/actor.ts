@@ -27,6 +27,7 @@ export interface ProtoGrpcType {
       ActorSpec: MessageTypeDefinition<_clawray_v1_ActorSpec, _clawray_v1_ActorSpec__Output>
       ActorState: EnumTypeDefinition
       Call: MessageTypeDefinition<_clawray_v1_Call, _clawray_v1_Call__Output>
+      CallCancel: EnumTypeDefinition
       CallFrame: MessageTypeDefinition<_clawray_v1_CallFrame, _clawray_v1_CallFrame__Output>
       Empty: MessageTypeDefinition<_clawray_v1_Empty, _clawray_v1_Empty__Output>
       ErrorInfo: MessageTypeDefinition<_clawray_v1_ErrorInfo, _clawray_v1_ErrorInfo__Output>

@@ -8,6 +8,8 @@ export interface ErrorInfo {
   'stack'?: (string);
   'fieldsJson'?: (string);
   'cause'?: (_clawray_v1_ErrorInfo | null);
+  'retryable'?: (boolean);
+  'ancestors'?: (string)[];
 }
 
 export interface ErrorInfo__Output {
@@ -16,4 +18,6 @@ export interface ErrorInfo__Output {
   'stack': (string);
   'fieldsJson': (string);
   'cause': (_clawray_v1_ErrorInfo__Output | null);
+  'retryable': (boolean);
+  'ancestors': (string)[];
 }

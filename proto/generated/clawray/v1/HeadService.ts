@@ -9,11 +9,13 @@ import type { CreatePlacementGroupRequest as _clawray_v1_CreatePlacementGroupReq
 import type { DrainNodeRequest as _clawray_v1_DrainNodeRequest, DrainNodeRequest__Output as _clawray_v1_DrainNodeRequest__Output } from '../../clawray/v1/DrainNodeRequest.js';
 import type { Empty as _clawray_v1_Empty, Empty__Output as _clawray_v1_Empty__Output } from '../../clawray/v1/Empty.js';
 import type { GetActorRequest as _clawray_v1_GetActorRequest, GetActorRequest__Output as _clawray_v1_GetActorRequest__Output } from '../../clawray/v1/GetActorRequest.js';
+import type { GetJobLogsRequest as _clawray_v1_GetJobLogsRequest, GetJobLogsRequest__Output as _clawray_v1_GetJobLogsRequest__Output } from '../../clawray/v1/GetJobLogsRequest.js';
 import type { GetPlacementGroupRequest as _clawray_v1_GetPlacementGroupRequest, GetPlacementGroupRequest__Output as _clawray_v1_GetPlacementGroupRequest__Output } from '../../clawray/v1/GetPlacementGroupRequest.js';
 import type { HasPackageReply as _clawray_v1_HasPackageReply, HasPackageReply__Output as _clawray_v1_HasPackageReply__Output } from '../../clawray/v1/HasPackageReply.js';
 import type { HeartbeatReply as _clawray_v1_HeartbeatReply, HeartbeatReply__Output as _clawray_v1_HeartbeatReply__Output } from '../../clawray/v1/HeartbeatReply.js';
 import type { HeartbeatRequest as _clawray_v1_HeartbeatRequest, HeartbeatRequest__Output as _clawray_v1_HeartbeatRequest__Output } from '../../clawray/v1/HeartbeatRequest.js';
 import type { JobInfo as _clawray_v1_JobInfo, JobInfo__Output as _clawray_v1_JobInfo__Output } from '../../clawray/v1/JobInfo.js';
+import type { JobLogChunk as _clawray_v1_JobLogChunk, JobLogChunk__Output as _clawray_v1_JobLogChunk__Output } from '../../clawray/v1/JobLogChunk.js';
 import type { JobRef as _clawray_v1_JobRef, JobRef__Output as _clawray_v1_JobRef__Output } from '../../clawray/v1/JobRef.js';
 import type { KillActorRequest as _clawray_v1_KillActorRequest, KillActorRequest__Output as _clawray_v1_KillActorRequest__Output } from '../../clawray/v1/KillActorRequest.js';
 import type { ListActorsReply as _clawray_v1_ListActorsReply, ListActorsReply__Output as _clawray_v1_ListActorsReply__Output } from '../../clawray/v1/ListActorsReply.js';
@@ -23,10 +25,13 @@ import type { ListPlacementGroupsReply as _clawray_v1_ListPlacementGroupsReply, 
 import type { PackageChunk as _clawray_v1_PackageChunk, PackageChunk__Output as _clawray_v1_PackageChunk__Output } from '../../clawray/v1/PackageChunk.js';
 import type { PackageRef as _clawray_v1_PackageRef, PackageRef__Output as _clawray_v1_PackageRef__Output } from '../../clawray/v1/PackageRef.js';
 import type { PlacementGroupInfo as _clawray_v1_PlacementGroupInfo, PlacementGroupInfo__Output as _clawray_v1_PlacementGroupInfo__Output } from '../../clawray/v1/PlacementGroupInfo.js';
+import type { PlanPlacementGroupsReply as _clawray_v1_PlanPlacementGroupsReply, PlanPlacementGroupsReply__Output as _clawray_v1_PlanPlacementGroupsReply__Output } from '../../clawray/v1/PlanPlacementGroupsReply.js';
+import type { PlanPlacementGroupsRequest as _clawray_v1_PlanPlacementGroupsRequest, PlanPlacementGroupsRequest__Output as _clawray_v1_PlanPlacementGroupsRequest__Output } from '../../clawray/v1/PlanPlacementGroupsRequest.js';
 import type { RegisterNodeReply as _clawray_v1_RegisterNodeReply, RegisterNodeReply__Output as _clawray_v1_RegisterNodeReply__Output } from '../../clawray/v1/RegisterNodeReply.js';
 import type { RegisterNodeRequest as _clawray_v1_RegisterNodeRequest, RegisterNodeRequest__Output as _clawray_v1_RegisterNodeRequest__Output } from '../../clawray/v1/RegisterNodeRequest.js';
 import type { RemovePlacementGroupRequest as _clawray_v1_RemovePlacementGroupRequest, RemovePlacementGroupRequest__Output as _clawray_v1_RemovePlacementGroupRequest__Output } from '../../clawray/v1/RemovePlacementGroupRequest.js';
 import type { ReportActorExitRequest as _clawray_v1_ReportActorExitRequest, ReportActorExitRequest__Output as _clawray_v1_ReportActorExitRequest__Output } from '../../clawray/v1/ReportActorExitRequest.js';
+import type { StoreJobLogRequest as _clawray_v1_StoreJobLogRequest, StoreJobLogRequest__Output as _clawray_v1_StoreJobLogRequest__Output } from '../../clawray/v1/StoreJobLogRequest.js';
 import type { SubmitJobRequest as _clawray_v1_SubmitJobRequest, SubmitJobRequest__Output as _clawray_v1_SubmitJobRequest__Output } from '../../clawray/v1/SubmitJobRequest.js';
 import type { UpdateJobRequest as _clawray_v1_UpdateJobRequest, UpdateJobRequest__Output as _clawray_v1_UpdateJobRequest__Output } from '../../clawray/v1/UpdateJobRequest.js';
 
@@ -99,6 +104,15 @@ export interface HeadServiceClient extends grpc.Client {
   getJob(argument: _clawray_v1_JobRef, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
   getJob(argument: _clawray_v1_JobRef, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
   
+  GetJobLogs(argument: _clawray_v1_GetJobLogsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_JobLogChunk__Output>): grpc.ClientUnaryCall;
+  GetJobLogs(argument: _clawray_v1_GetJobLogsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_clawray_v1_JobLogChunk__Output>): grpc.ClientUnaryCall;
+  GetJobLogs(argument: _clawray_v1_GetJobLogsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_JobLogChunk__Output>): grpc.ClientUnaryCall;
+  GetJobLogs(argument: _clawray_v1_GetJobLogsRequest, callback: grpc.requestCallback<_clawray_v1_JobLogChunk__Output>): grpc.ClientUnaryCall;
+  getJobLogs(argument: _clawray_v1_GetJobLogsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_JobLogChunk__Output>): grpc.ClientUnaryCall;
+  getJobLogs(argument: _clawray_v1_GetJobLogsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_clawray_v1_JobLogChunk__Output>): grpc.ClientUnaryCall;
+  getJobLogs(argument: _clawray_v1_GetJobLogsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_JobLogChunk__Output>): grpc.ClientUnaryCall;
+  getJobLogs(argument: _clawray_v1_GetJobLogsRequest, callback: grpc.requestCallback<_clawray_v1_JobLogChunk__Output>): grpc.ClientUnaryCall;
+  
   GetPlacementGroup(argument: _clawray_v1_GetPlacementGroupRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_PlacementGroupInfo__Output>): grpc.ClientUnaryCall;
   GetPlacementGroup(argument: _clawray_v1_GetPlacementGroupRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_clawray_v1_PlacementGroupInfo__Output>): grpc.ClientUnaryCall;
   GetPlacementGroup(argument: _clawray_v1_GetPlacementGroupRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_PlacementGroupInfo__Output>): grpc.ClientUnaryCall;
@@ -162,6 +176,15 @@ export interface HeadServiceClient extends grpc.Client {
   listPlacementGroups(argument: _clawray_v1_Empty, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_ListPlacementGroupsReply__Output>): grpc.ClientUnaryCall;
   listPlacementGroups(argument: _clawray_v1_Empty, callback: grpc.requestCallback<_clawray_v1_ListPlacementGroupsReply__Output>): grpc.ClientUnaryCall;
   
+  PlanPlacementGroups(argument: _clawray_v1_PlanPlacementGroupsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_PlanPlacementGroupsReply__Output>): grpc.ClientUnaryCall;
+  PlanPlacementGroups(argument: _clawray_v1_PlanPlacementGroupsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_clawray_v1_PlanPlacementGroupsReply__Output>): grpc.ClientUnaryCall;
+  PlanPlacementGroups(argument: _clawray_v1_PlanPlacementGroupsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_PlanPlacementGroupsReply__Output>): grpc.ClientUnaryCall;
+  PlanPlacementGroups(argument: _clawray_v1_PlanPlacementGroupsRequest, callback: grpc.requestCallback<_clawray_v1_PlanPlacementGroupsReply__Output>): grpc.ClientUnaryCall;
+  planPlacementGroups(argument: _clawray_v1_PlanPlacementGroupsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_PlanPlacementGroupsReply__Output>): grpc.ClientUnaryCall;
+  planPlacementGroups(argument: _clawray_v1_PlanPlacementGroupsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_clawray_v1_PlanPlacementGroupsReply__Output>): grpc.ClientUnaryCall;
+  planPlacementGroups(argument: _clawray_v1_PlanPlacementGroupsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_PlanPlacementGroupsReply__Output>): grpc.ClientUnaryCall;
+  planPlacementGroups(argument: _clawray_v1_PlanPlacementGroupsRequest, callback: grpc.requestCallback<_clawray_v1_PlanPlacementGroupsReply__Output>): grpc.ClientUnaryCall;
+  
   RegisterNode(argument: _clawray_v1_RegisterNodeRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_RegisterNodeReply__Output>): grpc.ClientUnaryCall;
   RegisterNode(argument: _clawray_v1_RegisterNodeRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_clawray_v1_RegisterNodeReply__Output>): grpc.ClientUnaryCall;
   RegisterNode(argument: _clawray_v1_RegisterNodeRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_RegisterNodeReply__Output>): grpc.ClientUnaryCall;
@@ -197,6 +220,15 @@ export interface HeadServiceClient extends grpc.Client {
   stopJob(argument: _clawray_v1_JobRef, metadata: grpc.Metadata, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
   stopJob(argument: _clawray_v1_JobRef, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
   stopJob(argument: _clawray_v1_JobRef, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
+  
+  StoreJobLog(argument: _clawray_v1_StoreJobLogRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_Empty__Output>): grpc.ClientUnaryCall;
+  StoreJobLog(argument: _clawray_v1_StoreJobLogRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_clawray_v1_Empty__Output>): grpc.ClientUnaryCall;
+  StoreJobLog(argument: _clawray_v1_StoreJobLogRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_Empty__Output>): grpc.ClientUnaryCall;
+  StoreJobLog(argument: _clawray_v1_StoreJobLogRequest, callback: grpc.requestCallback<_clawray_v1_Empty__Output>): grpc.ClientUnaryCall;
+  storeJobLog(argument: _clawray_v1_StoreJobLogRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_Empty__Output>): grpc.ClientUnaryCall;
+  storeJobLog(argument: _clawray_v1_StoreJobLogRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_clawray_v1_Empty__Output>): grpc.ClientUnaryCall;
+  storeJobLog(argument: _clawray_v1_StoreJobLogRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_Empty__Output>): grpc.ClientUnaryCall;
+  storeJobLog(argument: _clawray_v1_StoreJobLogRequest, callback: grpc.requestCallback<_clawray_v1_Empty__Output>): grpc.ClientUnaryCall;
   
   SubmitJob(argument: _clawray_v1_SubmitJobRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
   SubmitJob(argument: _clawray_v1_SubmitJobRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
@@ -244,6 +276,8 @@ export interface HeadServiceHandlers extends grpc.UntypedServiceImplementation {
   
   GetJob: grpc.handleUnaryCall<_clawray_v1_JobRef__Output, _clawray_v1_JobInfo>;
   
+  GetJobLogs: grpc.handleUnaryCall<_clawray_v1_GetJobLogsRequest__Output, _clawray_v1_JobLogChunk>;
+  
   GetPlacementGroup: grpc.handleUnaryCall<_clawray_v1_GetPlacementGroupRequest__Output, _clawray_v1_PlacementGroupInfo>;
   
   HasPackage: grpc.handleUnaryCall<_clawray_v1_PackageRef__Output, _clawray_v1_HasPackageReply>;
@@ -258,6 +292,8 @@ export interface HeadServiceHandlers extends grpc.UntypedServiceImplementation {
   
   ListPlacementGroups: grpc.handleUnaryCall<_clawray_v1_Empty__Output, _clawray_v1_ListPlacementGroupsReply>;
   
+  PlanPlacementGroups: grpc.handleUnaryCall<_clawray_v1_PlanPlacementGroupsRequest__Output, _clawray_v1_PlanPlacementGroupsReply>;
+  
   RegisterNode: grpc.handleUnaryCall<_clawray_v1_RegisterNodeRequest__Output, _clawray_v1_RegisterNodeReply>;
   
   RemovePlacementGroup: grpc.handleUnaryCall<_clawray_v1_RemovePlacementGroupRequest__Output, _clawray_v1_Empty>;
@@ -265,6 +301,8 @@ export interface HeadServiceHandlers extends grpc.UntypedServiceImplementation {
   ReportActorExit: grpc.handleUnaryCall<_clawray_v1_ReportActorExitRequest__Output, _clawray_v1_Empty>;
   
   StopJob: grpc.handleUnaryCall<_clawray_v1_JobRef__Output, _clawray_v1_JobInfo>;
+  
+  StoreJobLog: grpc.handleUnaryCall<_clawray_v1_StoreJobLogRequest__Output, _clawray_v1_Empty>;
   
   SubmitJob: grpc.handleUnaryCall<_clawray_v1_SubmitJobRequest__Output, _clawray_v1_JobInfo>;
   
@@ -283,6 +321,7 @@ export interface HeadServiceDefinition extends grpc.ServiceDefinition {
   GetActor: MethodDefinition<_clawray_v1_GetActorRequest, _clawray_v1_ActorInfo, _clawray_v1_GetActorRequest__Output, _clawray_v1_ActorInfo__Output>
   GetClusterStatus: MethodDefinition<_clawray_v1_Empty, _clawray_v1_ClusterStatus, _clawray_v1_Empty__Output, _clawray_v1_ClusterStatus__Output>
   GetJob: MethodDefinition<_clawray_v1_JobRef, _clawray_v1_JobInfo, _clawray_v1_JobRef__Output, _clawray_v1_JobInfo__Output>
+  GetJobLogs: MethodDefinition<_clawray_v1_GetJobLogsRequest, _clawray_v1_JobLogChunk, _clawray_v1_GetJobLogsRequest__Output, _clawray_v1_JobLogChunk__Output>
   GetPlacementGroup: MethodDefinition<_clawray_v1_GetPlacementGroupRequest, _clawray_v1_PlacementGroupInfo, _clawray_v1_GetPlacementGroupRequest__Output, _clawray_v1_PlacementGroupInfo__Output>
   HasPackage: MethodDefinition<_clawray_v1_PackageRef, _clawray_v1_HasPackageReply, _clawray_v1_PackageRef__Output, _clawray_v1_HasPackageReply__Output>
   Heartbeat: MethodDefinition<_clawray_v1_HeartbeatRequest, _clawray_v1_HeartbeatReply, _clawray_v1_HeartbeatRequest__Output, _clawray_v1_HeartbeatReply__Output>
@@ -290,10 +329,12 @@ export interface HeadServiceDefinition extends grpc.ServiceDefinition {
   ListActors: MethodDefinition<_clawray_v1_ListActorsRequest, _clawray_v1_ListActorsReply, _clawray_v1_ListActorsRequest__Output, _clawray_v1_ListActorsReply__Output>
   ListJobs: MethodDefinition<_clawray_v1_Empty, _clawray_v1_ListJobsReply, _clawray_v1_Empty__Output, _clawray_v1_ListJobsReply__Output>
   ListPlacementGroups: MethodDefinition<_clawray_v1_Empty, _clawray_v1_ListPlacementGroupsReply, _clawray_v1_Empty__Output, _clawray_v1_ListPlacementGroupsReply__Output>
+  PlanPlacementGroups: MethodDefinition<_clawray_v1_PlanPlacementGroupsRequest, _clawray_v1_PlanPlacementGroupsReply, _clawray_v1_PlanPlacementGroupsRequest__Output, _clawray_v1_PlanPlacementGroupsReply__Output>
   RegisterNode: MethodDefinition<_clawray_v1_RegisterNodeRequest, _clawray_v1_RegisterNodeReply, _clawray_v1_RegisterNodeRequest__Output, _clawray_v1_RegisterNodeReply__Output>
   RemovePlacementGroup: MethodDefinition<_clawray_v1_RemovePlacementGroupRequest, _clawray_v1_Empty, _clawray_v1_RemovePlacementGroupRequest__Output, _clawray_v1_Empty__Output>
   ReportActorExit: MethodDefinition<_clawray_v1_ReportActorExitRequest, _clawray_v1_Empty, _clawray_v1_ReportActorExitRequest__Output, _clawray_v1_Empty__Output>
   StopJob: MethodDefinition<_clawray_v1_JobRef, _clawray_v1_JobInfo, _clawray_v1_JobRef__Output, _clawray_v1_JobInfo__Output>
+  StoreJobLog: MethodDefinition<_clawray_v1_StoreJobLogRequest, _clawray_v1_Empty, _clawray_v1_StoreJobLogRequest__Output, _clawray_v1_Empty__Output>
   SubmitJob: MethodDefinition<_clawray_v1_SubmitJobRequest, _clawray_v1_JobInfo, _clawray_v1_SubmitJobRequest__Output, _clawray_v1_JobInfo__Output>
   UpdateJob: MethodDefinition<_clawray_v1_UpdateJobRequest, _clawray_v1_JobInfo, _clawray_v1_UpdateJobRequest__Output, _clawray_v1_JobInfo__Output>
   UploadPackage: MethodDefinition<_clawray_v1_PackageChunk, _clawray_v1_PackageRef, _clawray_v1_PackageChunk__Output, _clawray_v1_PackageRef__Output>

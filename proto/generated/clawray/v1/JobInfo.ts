@@ -16,6 +16,9 @@ export interface JobInfo {
   'exitCode'?: (number);
   'pid'?: (number);
   'nodeId'?: (string);
+  'attempt'?: (number);
+  'maxRetries'?: (number);
+  'stopGraceMs'?: (number | string);
 }
 
 export interface JobInfo__Output {
@@ -33,4 +36,7 @@ export interface JobInfo__Output {
   'exitCode': (number);
   'pid': (number);
   'nodeId': (string);
+  'attempt': (number);
+  'maxRetries': (number);
+  'stopGraceMs': (number);
 }

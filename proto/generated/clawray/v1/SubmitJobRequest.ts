@@ -6,9 +6,8 @@ export interface SubmitJobRequest {
   'entrypoint'?: (string);
   'workingDirHash'?: (string);
   'metadata'?: ({[key: string]: string});
-  'manifest'?: (string);
-  'manifestFile'?: (string);
-  'manifestSet'?: (string)[];
+  'maxRetries'?: (number);
+  'stopGraceMs'?: (number | string);
 }
 
 export interface SubmitJobRequest__Output {
@@ -16,7 +15,6 @@ export interface SubmitJobRequest__Output {
   'entrypoint': (string);
   'workingDirHash': (string);
   'metadata': ({[key: string]: string});
-  'manifest': (string);
-  'manifestFile': (string);
-  'manifestSet': (string)[];
+  'maxRetries': (number);
+  'stopGraceMs': (number);
 }

@@ -9,6 +9,8 @@ export interface UpdateJobRequest {
   'exitCode'?: (number);
   'pid'?: (number);
   'nodeId'?: (string);
+  'attempt'?: (number);
+  'restartable'?: (boolean);
 }
 
 export interface UpdateJobRequest__Output {
@@ -19,4 +21,6 @@ export interface UpdateJobRequest__Output {
   'exitCode': (number);
   'pid': (number);
   'nodeId': (string);
+  'attempt': (number);
+  'restartable': (boolean);
 }

@@ -24,23 +24,42 @@ export function groupKey(r: TrajectoryRecord): GroupKey {
   };
 }
 
+/** A complete group: its episodes' turns (in turn order) and the stream entries they came from. */
+export interface ReadyGroup {
+  episodes: TrajectoryRecord[][];
+  entryIds: string[];
+}
+
 /** Collects judged turns until each group has all turns of all its episodes. */
 export class GroupAssembler {
-  private readonly open = new Map<string, Map<string, TrajectoryRecord[]>>();
-  private readonly ready: TrajectoryRecord[][][] = [];
+  private readonly open = new Map<
+    string,
+    { episodes: Map<string, TrajectoryRecord[]>; entryIds: string[] }
+  >();
+  private readonly ready: ReadyGroup[] = [];
+  private readonly seen = new Set<string>();
 
-  add(record: TrajectoryRecord): void {
+  /** Adds one judged turn; a trajectory id seen before (a replayed entry) only adds its entry id. */
+  add(record: TrajectoryRecord, entryId: string): void {
     const k = groupKey(record);
-    const episodes = this.open.get(k.group) ?? new Map<string, TrajectoryRecord[]>();
-    this.open.set(k.group, episodes);
-    const turns = episodes.get(k.episode) ?? [];
+    const open = this.open.get(k.group) ?? { episodes: new Map<string, TrajectoryRecord[]>(), entryIds: [] };
+    this.open.set(k.group, open);
+    open.entryIds.push(entryId);
+    if (this.seen.has(record.trajectoryId)) return;
+    this.seen.add(record.trajectoryId);
+    const turns = open.episodes.get(k.episode) ?? [];
     turns.push(record);
-    episodes.set(k.episode, turns);
+    open.episodes.set(k.episode, turns);
     const complete =
-      episodes.size === k.groupSize && [...episodes.values()].every((t) => t.length === groupKey(t[0]).turns);
+      open.episodes.size === k.groupSize &&
+      [...open.episodes.values()].every((t) => t.length === groupKey(t[0]).turns);
     if (complete) {
       this.open.delete(k.group);
-      this.ready.push([...episodes.values()].map((t) => t.sort((a, b) => a.turn - b.turn)));
+      for (const t of open.episodes.values()) for (const r of t) this.seen.delete(r.trajectoryId);
+      this.ready.push({
+        episodes: [...open.episodes.values()].map((t) => t.sort((a, b) => a.turn - b.turn)),
+        entryIds: open.entryIds,
+      });
     }
   }
 
@@ -49,7 +68,7 @@ export class GroupAssembler {
     return this.ready.length;
   }
 
-  take(n: number): TrajectoryRecord[][][] {
+  take(n: number): ReadyGroup[] {
     return this.ready.splice(0, n);
   }
 }
@@ -71,6 +90,13 @@ export interface BatchStats {
   samples: number;
 }
 
+/** Which trajectories a batch trained on, and which it could not use and why. */
+export interface BatchUse {
+  trained: string[];
+  noSignal: string[];
+  truncated: string[];
+}
+
 const rewardOf = (episode: TrajectoryRecord[]) => Number(episode[0].extra?.reward ?? 0);
 
 /** Samples with a nonzero learning signal, and what the batch looked like. */
@@ -78,8 +104,9 @@ export function buildSamples(
   groups: TrajectoryRecord[][][],
   version: number,
   o: AdvantageOptions,
-): { samples: TrainSample[]; stats: BatchStats } {
+): { samples: TrainSample[]; stats: BatchStats; use: BatchUse } {
   const samples: TrainSample[] = [];
+  const use: BatchUse = { trained: [], noSignal: [], truncated: [] };
   let episodes = 0;
   let rewardSum = 0;
   let solved = 0;
@@ -101,17 +128,29 @@ export function buildSamples(
       for (const r of episode) {
         turns++;
         lagSum += version - r.weightVersion;
-        if (r.tokenIds.length === 0) continue;
+        if (r.tokenIds.length === 0) {
+          use.truncated.push(r.trajectoryId);
+          continue;
+        }
         const teacher = (r.extra?.teacherLogprobs as number[] | undefined) ?? null;
         let advantages: number | number[];
         if (o.method === 'rl') {
           advantages = adv[i];
-          if (advantages === 0) continue;
+          if (advantages === 0) {
+            use.noSignal.push(r.trajectoryId);
+            continue;
+          }
         } else if (o.method === 'opd') {
-          if (!teacher) continue;
+          if (!teacher) {
+            use.noSignal.push(r.trajectoryId);
+            continue;
+          }
           advantages = teacher.map((t, k) => t - r.logprobs[k]);
         } else {
-          if (!teacher && adv[i] === 0) continue;
+          if (!teacher && adv[i] === 0) {
+            use.noSignal.push(r.trajectoryId);
+            continue;
+          }
           advantages = combineAdvantages({
             teacher: [teacher],
             old: [r.logprobs],
@@ -120,6 +159,7 @@ export function buildSamples(
             wRl: o.combine?.rlWeight,
           })[0];
         }
+        use.trained.push(r.trajectoryId);
         samples.push({
           tokenIds: [...r.promptTokenIds, ...r.tokenIds],
           responseStart: r.promptTokenIds.length,
@@ -131,6 +171,7 @@ export function buildSamples(
   }
   return {
     samples,
+    use,
     stats: {
       episodes,
       rewardMean: episodes ? rewardSum / episodes : 0,

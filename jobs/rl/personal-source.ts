@@ -11,8 +11,9 @@ import { runHttpSession } from '../../actors/envs/personal/user-session.js';
 import { type TurnRecord, TurnRecorder, type TurnSink } from '../../actors/rollout/capture-recorder.js';
 import { createOpenAiServer } from '../../actors/rollout/openai-server.js';
 import type { Logger } from '../../common/logger.js';
-import type { TrajectoryBuffer, TrajectoryRecord } from '../buffer/types.js';
+import type { TrajectoryRecord } from '../buffer/types.js';
 import type { RemoteChatModel } from './remote-chat-model.js';
+import type { RolloutContext, RolloutSource } from './rollout-source.js';
 import type { StalenessGate } from './staleness-gate.js';
 
 /** A captured turn as a trajectory record: one sample, its own group. */
@@ -36,40 +37,74 @@ export function turnToRecord(t: TurnRecord): TrajectoryRecord {
   };
 }
 
-class BufferSink implements TurnSink {
-  constructor(private readonly buffer: TrajectoryBuffer) {}
+class AppendSink implements TurnSink {
+  constructor(private readonly append: (records: TrajectoryRecord[]) => Promise<void>) {}
 
   async write(record: TurnRecord): Promise<void> {
-    await this.buffer.append([turnToRecord(record)]);
+    await this.append([turnToRecord(record)]);
   }
 }
 
 export interface PersonalSourceOptions {
   model: RemoteChatModel;
-  buffer: TrajectoryBuffer;
   host: string;
   port: number;
   token?: string;
   logger: Logger;
+  /** Simulated users (spec.user) that chat with the endpoint; none: live clients only. */
+  users?: Omit<SimulatedUsersOptions, 'url' | 'gate' | 'onError'>;
+  /** Called with the endpoint's URL once it listens. */
+  onListening?(url: string): void;
 }
 
-export class PersonalSource {
-  private constructor(
-    readonly url: string,
-    private readonly app: FastifyInstance,
-    private readonly recorder: TurnRecorder,
-  ) {}
+/**
+ * The personal track's rollout source: the OpenAI-compatible endpoint, whose recorder appends
+ * each finished main turn to the rollout stream; with simulated users, they are the clients,
+ * admitted session by session through the staleness gate.
+ */
+export class PersonalSource implements RolloutSource {
+  url?: string;
 
-  static async start(o: PersonalSourceOptions): Promise<PersonalSource> {
-    const recorder = new TurnRecorder({ sink: new BufferSink(o.buffer), logger: o.logger, idleMs: 120_000 });
-    const app = createOpenAiServer({ model: o.model, recorder, token: o.token, logger: o.logger });
-    const url = await app.listen({ host: o.host, port: o.port });
-    return new PersonalSource(url, app, recorder);
+  constructor(private readonly o: PersonalSourceOptions) {}
+
+  get slots(): number {
+    return this.o.users?.user.parallel ?? 1;
   }
 
-  async close(): Promise<void> {
-    await this.app.close();
-    await this.recorder.close();
+  async run(ctx: RolloutContext): Promise<void> {
+    const recorder = new TurnRecorder({
+      sink: new AppendSink(ctx.append),
+      logger: this.o.logger,
+      idleMs: 120_000,
+    });
+    const app: FastifyInstance = createOpenAiServer({
+      model: this.o.model,
+      recorder,
+      token: this.o.token,
+      logger: this.o.logger,
+    });
+    const url = await app.listen({ host: this.o.host, port: this.o.port });
+    this.url = url;
+    this.o.onListening?.(url);
+    try {
+      if (this.o.users) {
+        await runSimulatedUsers({
+          ...this.o.users,
+          url,
+          gate: ctx.gate,
+          onError: (err) => ctx.log(`simulated session failed: ${err.message}`),
+        });
+      } else {
+        // Live clients: serve until the job ends.
+        await new Promise<void>((resolve) => {
+          if (ctx.signal.aborted) return resolve();
+          ctx.signal.addEventListener('abort', () => resolve(), { once: true });
+        });
+      }
+    } finally {
+      await app.close();
+      await recorder.close();
+    }
   }
 }
 

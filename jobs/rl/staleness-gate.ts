@@ -7,7 +7,7 @@
  * weights are published.
  */
 export class StalenessGate {
-  private version: number;
+  private current: number;
   private nextGroup: number;
   private closed = false;
   private waiters: Array<() => void> = [];
@@ -19,8 +19,13 @@ export class StalenessGate {
     private readonly maxStaleness: number,
     start: { version: number; group: number } = { version: 0, group: 0 },
   ) {
-    this.version = start.version;
+    this.current = start.version;
     this.nextGroup = start.group;
+  }
+
+  /** The version (in steps) rollouts are admitted against. */
+  get version(): number {
+    return this.current;
   }
 
   /** Groups handed out so far (where a resumed job continues from). */
@@ -41,7 +46,7 @@ export class StalenessGate {
 
   /** The policy version the rollouts now generate with. */
   advance(version: number): void {
-    this.version = Math.max(this.version, version);
+    this.current = Math.max(this.current, version);
     this.wake();
   }
 
@@ -51,7 +56,7 @@ export class StalenessGate {
   }
 
   private allows(group: number): boolean {
-    return Math.floor(group / this.batchSize) - this.maxStaleness <= this.version;
+    return Math.floor(group / this.batchSize) - this.maxStaleness <= this.current;
   }
 
   private wake(): void {

@@ -2,6 +2,8 @@
  * The actors of one RL job, placed in the job's placement groups: one group per role, as the
  * manifest's GPU partition planned them (OpenClaw-RL's ACTOR_GPUS / ROLLOUT_GPUS / PRM_GPUS).
  * Trainer shards form a collective group (ring all-reduce of gradients) when there are several.
+ * Every actor restarts when its process or node dies (a lost bundle is placed again by the
+ * head): the job's pools and trainer group bring a restarted actor back up to date.
  */
 
 import { createCollectiveGroup } from '../../actors/collective/driver.js';
@@ -33,6 +35,8 @@ export interface ActorSet {
   pools: ActorHandle<EnvPool>[];
   /** Judge voter actors (rule, llm and onnx-prm backends); the reaction judge votes in the driver. */
   voters: ActorHandle<JudgeVoter>[];
+  /** (Re)builds the trainer shards' collective ring (after a shard restarted, too). */
+  rebuildRing(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -44,7 +48,7 @@ export async function createActorSet(
   jobId: string,
 ): Promise<ActorSet> {
   const { spec } = manifest;
-  const plan = planPartition(manifest, (await cluster.status()).nodes);
+  const plan = await planPartition(manifest, cluster);
   const groups = new Map<Role, PlacementGroup>();
   const set: ActorSet = {
     plan,
@@ -52,6 +56,9 @@ export async function createActorSet(
     trainers: [],
     pools: [],
     voters: [],
+    rebuildRing: async () => {
+      if (set.trainers.length > 1) await createCollectiveGroup(cluster, set.trainers, `${jobId}-trainer`);
+    },
     close: async () => {
       // Removing a group kills its actors; the reservation is freed with them.
       await Promise.allSettled([...groups.values()].map((g) => cluster.removePlacementGroup(g)));
@@ -73,6 +80,7 @@ export async function createActorSet(
       placementGroup: groups.get(role)!,
       bundleIndex: index,
       numGpus,
+      maxRestarts: -1,
       // Every actor's process lives in its bundle: env pools and engines are CPU-heavy.
     });
     const r = spec.resources;
@@ -192,7 +200,7 @@ export async function createActorSet(
       ...set.pools.map((p) => p.call('ready')),
       ...set.voters.map((v) => v.call('ready')),
     ]);
-    if (set.trainers.length > 1) await createCollectiveGroup(cluster, set.trainers, `${jobId}-trainer`);
+    await set.rebuildRing();
     return set;
   } catch (err) {
     await set.close();

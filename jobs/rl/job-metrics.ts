@@ -1,7 +1,6 @@
 /**
- * Prometheus metrics of an RL job, set by its pipeline driver (which runs inside the job's
- * supervisor actor, so they reach the node agent's `/metrics` like every actor's). Every series
- * carries the job's name as `job`.
+ * Prometheus metrics of an RL job, set by its driver (`clawray rljob run`, which serves them on
+ * `--metrics-port`). Every series carries the job's name as `job`.
  *
  *   clawray_job_steps_total{job}                    optimizer steps taken
  *   clawray_job_samples_total{job}                  trajectories trained on
@@ -12,6 +11,8 @@
  *   clawray_job_trainer_idle_ratio{job}             share of wall time the trainer waited for samples
  *   clawray_job_rollout_idle_ratio{job}             share of rollout slot time spent waiting (staleness gate, weights)
  *   clawray_job_buffer_lag_entries{job,stage}       entries appended but not yet consumed (stage: judge | train)
+ *   clawray_job_trajectories{job,state}             trajectory accounting at the last checkpoint: produced, judged,
+ *                                                   trained, dropped_<reason>, lost, duplicated
  */
 import { Counter, Gauge, type Registry, register } from 'prom-client';
 
@@ -25,6 +26,7 @@ export const JOB_METRIC_NAMES = [
   'clawray_job_trainer_idle_ratio',
   'clawray_job_rollout_idle_ratio',
   'clawray_job_buffer_lag_entries',
+  'clawray_job_trajectories',
 ] as const;
 
 function metric<T>(registry: Registry, name: string, make: () => T): T {
@@ -41,6 +43,7 @@ export class JobMetrics {
   readonly trainerIdle: Gauge<'job'>;
   readonly rolloutIdle: Gauge<'job'>;
   readonly bufferLag: Gauge<'job' | 'stage'>;
+  readonly trajectories: Gauge<'job' | 'state'>;
 
   constructor(registry: Registry = register) {
     const counter = (name: string, help: string) =>
@@ -79,6 +82,11 @@ export class JobMetrics {
       'clawray_job_buffer_lag_entries',
       'Entries appended to a stage of the trajectory buffer and not yet consumed by it',
       ['job', 'stage'],
+    );
+    this.trajectories = gauge(
+      'clawray_job_trajectories',
+      'Trajectories by state at the last checkpoint: produced, judged, trained, dropped_<reason>, lost, duplicated',
+      ['job', 'state'],
     );
   }
 }

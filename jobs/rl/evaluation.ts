@@ -3,13 +3,10 @@
  * and report the share solved (reward ≥ 1) and the mean reward; the personal track plays the
  * simulated user's held-out sessions and reports the preference score.
  */
-import type { EnvPool } from '../../actors/envs/env-pool.js';
 import { evaluatePreference } from '../../actors/envs/personal/evaluate.js';
 import { SimulatedUser } from '../../actors/envs/personal/simulated-user.js';
 import type { ChatMessage } from '../../actors/models/chat-template.js';
-import type { RolloutEngine } from '../../actors/rollout/rollout-engine-actor.js';
-import type { ActorHandle } from '../../actors/runtime/actor-handle.js';
-import { playEpisode, type RolloutFunction } from './episodes.js';
+import type { Episode } from './episodes.js';
 
 export interface EvalResult {
   /** Share solved (env) or preference score (personal). */
@@ -41,13 +38,10 @@ export function transcriptLine(
 }
 
 export interface EnvEvalOptions {
-  pools: ActorHandle<EnvPool>[];
-  engines: ActorHandle<RolloutEngine>[];
   taskIds: string[];
   parallel: number;
-  maxTurns: number;
-  maxTokens: number;
-  rollout?: RolloutFunction;
+  /** Plays task `taskId` greedily (`index` seeds it, `slot` picks the env pool). */
+  play(taskId: string, index: number, slot: number): Promise<Episode>;
 }
 
 export async function evaluateEnv(o: EnvEvalOptions): Promise<EvalResult> {
@@ -58,14 +52,7 @@ export async function evaluateEnv(o: EnvEvalOptions): Promise<EvalResult> {
   let sample: string | undefined;
   const worker = async (w: number) => {
     for (let i = next++; i < o.taskIds.length; i = next++) {
-      const episode = await playEpisode({
-        pool: o.pools[(w + i) % o.pools.length],
-        engine: o.engines[i % o.engines.length],
-        taskId: o.taskIds[i],
-        sampling: { maxTokens: o.maxTokens, temperature: 0, topP: 1, seed: i },
-        maxTurns: o.maxTurns,
-        rollout: o.rollout,
-      });
+      const episode = await o.play(o.taskIds[i], i, w + i);
       rewardSum += episode.reward;
       if (episode.reward >= 1) solved++;
       if (i === 0) sample = transcriptLine(episode.messages, episode.turns[0]?.messages.length ?? 0);

@@ -1,5 +1,6 @@
 /**
- * A `ChatModel` whose generation runs on the job's rollout engine actors (round robin) while
+ * A `ChatModel` whose generation runs on the job's rollout engine pool (round robin over the
+ * healthy engines; a request whose engine died is generated again on another) while
  * templating and detokenization happen here with the same files: what the personal track's
  * OpenAI-compatible endpoint serves, so live (or simulated) sessions talk to the policy being
  * trained.
@@ -10,15 +11,16 @@ import { GenerationAbortedError } from '../../actors/rollout/rollout-engine.js';
 import type { RolloutEngine } from '../../actors/rollout/rollout-engine-actor.js';
 import type { ActorHandle } from '../../actors/runtime/actor-handle.js';
 import type { ChatCodec } from './chat-codec.js';
+import type { EnginePool } from './engine-pool.js';
+import { isPeerLoss } from './failures.js';
 
 export class RemoteChatModel implements ChatModel {
-  private next = 0;
   private version = 0;
 
   constructor(
     readonly id: string,
     private readonly codec: ChatCodec,
-    private readonly engines: ActorHandle<RolloutEngine>[],
+    private readonly engines: EnginePool<ActorHandle<RolloutEngine>>,
   ) {}
 
   get weightVersion(): number {
@@ -44,8 +46,12 @@ export class RemoteChatModel implements ChatModel {
   async generate(request: GenerateRequest): Promise<GenerateResult> {
     const { onToken, signal, ...wire } = request;
     if (signal?.aborted) throw new GenerationAbortedError('the request was aborted');
-    const engine = this.engines[this.next++ % this.engines.length];
-    const result = await engine.call('generate', wire);
+    const result = await this.engines.run(async (engine, index) => {
+      // A client that goes away stops the remote generation too.
+      const r = await engine.options({ signal }).call('generate', wire);
+      this.engines.noteVersion(index, r.weightVersion);
+      return r;
+    }, isPeerLoss);
     this.version = Math.max(this.version, result.weightVersion);
     // Tokens cross the wire together: a streaming client gets them at the end, in order.
     if (onToken) {

@@ -6,9 +6,10 @@
 import { randomUUID } from 'node:crypto';
 import type { EnvPool } from '../../actors/envs/env-pool.js';
 import type { Action, ChatMessage, ToolSchema } from '../../actors/envs/environment.js';
+import { ContextLengthError } from '../../actors/rollout/rollout-engine.js';
 import type { ChatResult, RolloutEngine } from '../../actors/rollout/rollout-engine-actor.js';
 import type { ActorHandle } from '../../actors/runtime/actor-handle.js';
-import { ActorError } from '../../common/errors.js';
+import { errorOfClass } from '../../common/errors.js';
 
 export interface Sampling {
   maxTokens: number;
@@ -58,7 +59,7 @@ export type RolloutFunction = (context: RolloutContext) => Promise<Episode>;
 
 /** The rollout engine's error for a conversation that no longer fits the model's context. */
 export function isContextLengthError(err: unknown): boolean {
-  return err instanceof ActorError && err.remoteName === 'ContextLengthError';
+  return errorOfClass(err, ContextLengthError) !== undefined;
 }
 
 /**

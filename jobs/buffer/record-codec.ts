@@ -1,0 +1,230 @@
+/**
+ * How a trajectory record is stored in Redis. The record itself is `encodeRecord`'s bytes: one
+ * msgpack map whose three long arrays are raw little-endian bytes (uint32 token ids, float64
+ * logprobs), about half the bytes of JSON text and several times faster to write and read,
+ * logprobs bit-exact. A stream entry names where its record is:
+ *
+ *   `t`, `p`  (main stream) the trajectoryId and the record's field in the buffer's payloads
+ *             hash (why the bytes live there: see redis-buffer.ts)
+ *   `m`       the encoded record inline (dead-letter entries)
+ *   `record`  the record as JSON text inline (legacy: entries written before; read only)
+ *
+ * Validation happens here, once, in the same pass that fills the byte arrays.
+ */
+import { endianness } from 'node:os';
+import { Packr, Unpackr } from 'msgpackr';
+import { ConfigError } from '../../common/errors.js';
+import { parseTrajectoryRecord, RecordRestSchema, type TrajectoryRecord } from './types.js';
+
+export const TRAJECTORY_FIELD = 't';
+export const PAYLOAD_FIELD = 'p';
+export const RECORD_FIELD = 'm';
+export const LEGACY_JSON_FIELD = 'record';
+
+const MAX_TOKEN_ID = 0xffff_ffff;
+const BIG_ENDIAN = endianness() === 'BE';
+
+// Plain msgpack (no record extension), so any msgpack reader can decode an entry.
+const packr = new Packr({ useRecords: false });
+const unpackr = new Unpackr({ useRecords: false });
+
+export interface EncodedRecord {
+  trajectoryId: string;
+  bytes: Buffer;
+}
+
+/**
+ * Validates and encodes records; throws ConfigError naming the first bad field (the same
+ * message `parseTrajectoryRecord` gives). The encodings are views of one buffer per call, and
+ * the arrays are written straight into it: no allocation per record.
+ */
+export function encodeRecords(values: readonly unknown[]): EncodedRecord[] {
+  const out = new BatchWriter(values.length * 4096);
+  const ranges: [trajectoryId: string, start: number, end: number][] = [];
+  for (const value of values) {
+    const start = out.pos;
+    const trajectoryId = writeRecord(out, value);
+    ranges.push([trajectoryId, start, out.pos]);
+  }
+  return ranges.map(([trajectoryId, start, end]) => ({ trajectoryId, bytes: out.buf.subarray(start, end) }));
+}
+
+export function encodeRecord(value: unknown): EncodedRecord {
+  return encodeRecords([value])[0];
+}
+
+// Reused scratch arrays: values are checked while copied in, then copied out as bytes.
+let f64 = new Float64Array(1024);
+let u32 = new Uint32Array(1024);
+
+// Keys of the three arrays, as msgpack fixstr bytes.
+const KEY_PROMPT = Buffer.from(packr.pack('promptTokenIds'));
+const KEY_TOKENS = Buffer.from(packr.pack('tokenIds'));
+const KEY_LOGPROBS = Buffer.from(packr.pack('logprobs'));
+
+/**
+ * Appends one record as a msgpack map: the schema-checked rest of the record packed by
+ * msgpackr, then the three arrays as `bin` values, the map header counting them in.
+ */
+function writeRecord(out: BatchWriter, value: unknown): string {
+  const v = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>;
+  const { promptTokenIds, tokenIds, logprobs } = v;
+  if (!Array.isArray(promptTokenIds) || !Array.isArray(tokenIds) || !Array.isArray(logprobs)) {
+    return fail(value);
+  }
+  if (logprobs.length !== tokenIds.length) return fail(value);
+  const rest = RecordRestSchema.safeParse(v);
+  if (!rest.success) return fail(value);
+  const packedRest = packr.pack(rest.data); // a view of msgpackr's buffer: copied at once
+  // Its map header (fixmap 0x8n or map16 0xde n) gives way to a map16 counting the arrays in.
+  const first = packedRest[0];
+  const header = (first & 0xf0) === 0x80 ? 1 : first === 0xde ? 3 : 0;
+  if (header === 0) {
+    throw new ConfigError(`cannot encode trajectory record ${JSON.stringify(rest.data.trajectoryId)}`);
+  }
+  const keys = header === 1 ? first & 0x0f : packedRest.readUInt16BE(1);
+  const np = promptTokenIds.length;
+  const nt = tokenIds.length;
+  out.reserve(packedRest.length + 64 + 8 * nt + 4 * (np + nt));
+  out.buf[out.pos] = 0xde;
+  out.buf.writeUInt16BE(keys + 3, out.pos + 1);
+  out.buf.set(packedRest.subarray(header), out.pos + 3);
+  out.pos += 3 + packedRest.length - header;
+  if (np > u32.length || nt > u32.length) u32 = new Uint32Array(Math.max(np, nt) * 2);
+  if (nt > f64.length) f64 = new Float64Array(nt * 2);
+  if (!fillUint32(u32, promptTokenIds)) return fail(value, 'promptTokenIds');
+  out.bin(KEY_PROMPT, u32, 4 * np, 4);
+  if (!fillUint32(u32, tokenIds)) return fail(value, 'tokenIds');
+  out.bin(KEY_TOKENS, u32, 4 * nt, 4);
+  if (!fillFloat64(f64, logprobs)) return fail(value);
+  out.bin(KEY_LOGPROBS, f64, 8 * nt, 8);
+  return rest.data.trajectoryId;
+}
+
+/** A growing output buffer. */
+class BatchWriter {
+  buf: Buffer;
+  pos = 0;
+
+  constructor(bytes: number) {
+    this.buf = Buffer.allocUnsafe(bytes);
+  }
+
+  reserve(bytes: number): void {
+    if (this.pos + bytes <= this.buf.length) return;
+    const bigger = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + bytes));
+    this.buf.copy(bigger, 0, 0, this.pos);
+    this.buf = bigger;
+  }
+
+  /** `key` then the first `bytes` bytes of `values` as a msgpack bin, little-endian. */
+  bin(key: Buffer, values: Uint32Array | Float64Array, bytes: number, width: 4 | 8): void {
+    const b = this.buf;
+    b.set(key, this.pos);
+    let p = this.pos + key.length;
+    if (bytes < 0x100) {
+      b[p++] = 0xc4;
+      b[p++] = bytes;
+    } else if (bytes < 0x10000) {
+      b[p++] = 0xc5;
+      b.writeUInt16BE(bytes, p);
+      p += 2;
+    } else {
+      b[p++] = 0xc6;
+      b.writeUInt32BE(bytes, p);
+      p += 4;
+    }
+    b.set(new Uint8Array(values.buffer, values.byteOffset, bytes), p);
+    if (BIG_ENDIAN) {
+      const view = b.subarray(p, p + bytes);
+      if (width === 8) view.swap64();
+      else view.swap32();
+    }
+    this.pos = p + bytes;
+  }
+}
+
+/** Decodes an entry's record field (either format). Stored records were validated on append. */
+export function decodeRecord(field: string, value: Buffer): TrajectoryRecord {
+  if (field === RECORD_FIELD) {
+    const r = unpackr.unpack(value) as Record<string, unknown>;
+    r.promptTokenIds = uint32s(r.promptTokenIds, 'promptTokenIds');
+    r.tokenIds = uint32s(r.tokenIds, 'tokenIds');
+    r.logprobs = float64s(r.logprobs);
+    return r as TrajectoryRecord;
+  }
+  if (field === LEGACY_JSON_FIELD) return JSON.parse(value.toString('utf8')) as TrajectoryRecord;
+  throw new ConfigError(`stream entry field ${JSON.stringify(field)} is not a trajectory record`, {
+    fields: { field },
+  });
+}
+
+/** Where an entry's record is: a field of the payloads hash, or inline in the entry. */
+export type EntryRecord = { payloadKey: string } | { field: string; value: Buffer };
+
+/** Reads a stream entry's flat [name, value, …] field list (any of the formats above). */
+export function entryRecord(fields: readonly Buffer[]): EntryRecord {
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    const name = fields[i].toString('latin1');
+    if (name === PAYLOAD_FIELD) return { payloadKey: fields[i + 1].toString() };
+    if (name === RECORD_FIELD || name === LEGACY_JSON_FIELD) return { field: name, value: fields[i + 1] };
+  }
+  throw new ConfigError('stream entry without a record field');
+}
+
+/** Reports why the record is invalid: the schema's message, or the token-id range the bytes impose. */
+function fail(value: unknown, tokenField?: string): never {
+  parseTrajectoryRecord(value); // throws for everything the schema refuses
+  const tid = (value as { trajectoryId?: unknown }).trajectoryId;
+  throw new ConfigError(
+    `invalid trajectory record ${JSON.stringify(tid)}: ${tokenField ?? 'tokenIds'}: token ids must be below 2^32`,
+    { fields: { field: tokenField ?? 'tokenIds', trajectoryId: typeof tid === 'string' ? tid : undefined } },
+  );
+}
+
+function fillUint32(dst: Uint32Array, src: readonly unknown[]): boolean {
+  for (let i = 0; i < src.length; i++) {
+    const x = src[i];
+    if (!Number.isInteger(x) || (x as number) < 0 || (x as number) > MAX_TOKEN_ID) return false;
+    dst[i] = x as number;
+  }
+  return true;
+}
+
+function fillFloat64(dst: Float64Array, src: readonly unknown[]): boolean {
+  for (let i = 0; i < src.length; i++) {
+    const x = src[i];
+    if (typeof x !== 'number' || !Number.isFinite(x)) return false;
+    dst[i] = x;
+  }
+  return true;
+}
+
+/** Copies the bytes out (the view may be unaligned and shares the reply buffer), then to numbers. */
+function aligned(bytes: unknown, width: number, field: string): ArrayBuffer {
+  if (!(bytes instanceof Uint8Array) || bytes.byteLength % width !== 0) {
+    throw new ConfigError(`stream entry: ${field} is not a ${width * 8}-bit array`, { fields: { field } });
+  }
+  const copy = new Uint8Array(bytes.byteLength);
+  copy.set(bytes);
+  if (BIG_ENDIAN) {
+    const b = Buffer.from(copy.buffer);
+    if (width === 8) b.swap64();
+    else b.swap32();
+  }
+  return copy.buffer;
+}
+
+function uint32s(bytes: unknown, field: string): number[] {
+  const view = new Uint32Array(aligned(bytes, 4, field));
+  const out = new Array<number>(view.length);
+  for (let i = 0; i < view.length; i++) out[i] = view[i];
+  return out;
+}
+
+function float64s(bytes: unknown): number[] {
+  const view = new Float64Array(aligned(bytes, 8, 'logprobs'));
+  const out = new Array<number>(view.length);
+  for (let i = 0; i < view.length; i++) out[i] = view[i];
+  return out;
+}

@@ -1,0 +1,724 @@
+/**
+ * The RL job's driver (what `clawray rljob run` runs as the job's entrypoint): it creates the
+ * job's actors, wires a rollout source, the judge loop and the train loop to the job's two
+ * streams, and owns the job's durable state. The loops decide; this file only connects them:
+ *
+ *   source ──append──▶ rollouts stream ──judge loop──▶ judged stream ──train loop──▶ trainers
+ *      ▲                                                                   │
+ *      └──────────── staleness gate ◀── published weights ◀── engine pool ◀┘
+ *
+ * A restarted driver (the job's next attempt) continues its own submission: trainer shards
+ * from its newest checkpoint, the ledger's last commit, and whatever the streams still hold.
+ */
+import { isAbsolute, resolve } from 'node:path';
+import type { Registry } from 'prom-client';
+import type { EnvPool } from '../../actors/envs/env-pool.js';
+import { ReactionJudge } from '../../actors/envs/personal/reaction-judge.js';
+import type { TrackTask } from '../../actors/envs/track.js';
+import { fnv1a } from '../../actors/envs/track.js';
+import { loadTasks, loadTrack } from '../../actors/envs/tracks.js';
+import { JudgePanel, type VoterRef } from '../../actors/judge/judge-panel.js';
+import type { RolloutEngine } from '../../actors/rollout/rollout-engine-actor.js';
+import type { ActorHandle } from '../../actors/runtime/actor-handle.js';
+import type { Cluster } from '../../actors/runtime/cluster.js';
+import { WeightPublisher } from '../../actors/trainer/weight-publisher.js';
+import { ConfigError } from '../../common/errors.js';
+import type { Logger } from '../../common/logger.js';
+import { loadPluginFunction, pluginLocation } from '../../common/plugin-module.js';
+import type { TrajectoryBuffer } from '../buffer/types.js';
+import type { RLJobManifest } from '../manifest/schema.js';
+import { type ActorSet, createActorSet } from './actor-set.js';
+import { ChatCodec } from './chat-codec.js';
+import { EnginePool } from './engine-pool.js';
+import type { EpisodeTicket } from './episode-queue.js';
+import { EpisodeSource } from './episode-source.js';
+import { type Episode, playEpisode, type RolloutFunction, type Sampling } from './episodes.js';
+import { type EvalResult, evaluateEnv, evaluatePersonal } from './evaluation.js';
+import { isPeerLoss } from './failures.js';
+import { JobMetrics } from './job-metrics.js';
+import { type DriverState, type EvalRecord, JobStateStore, type StepRecord } from './job-state.js';
+import { runJudgeLoop } from './judge-loop.js';
+import { judgeEpisode } from './judging.js';
+import { prepareModelDir } from './model-source.js';
+import { PersonalSource } from './personal-source.js';
+import { episodeRecords, type RewardInput } from './records.js';
+import { RemoteChatModel } from './remote-chat-model.js';
+import type { RolloutSource } from './rollout-source.js';
+import { oracleSamples, runSft } from './sft.js';
+import { shuffled } from './shuffle.js';
+import { StalenessGate } from './staleness-gate.js';
+import { runTrainLoop, type TrainStepRecord } from './train-loop.js';
+import { TrainerGroup } from './trainer-group.js';
+import { type TrajectoryCounts, TrajectoryLedger } from './trajectory-ledger.js';
+
+export type { EvalRecord, StepRecord } from './job-state.js';
+export type { RewardInput } from './records.js';
+
+export interface DriverOptions {
+  cluster: Cluster;
+  manifest: RLJobManifest;
+  /** Where the manifest's relative paths (model, tasks, plugins) resolve. */
+  workingDir: string;
+  /** Relative checkpoint dirs and initialised models live here (the clawray home). */
+  dataDir: string;
+  /** The job's submission id: names its placement groups, ring, streams and checkpoints. */
+  submissionId: string;
+  /** The job's rollout and judged streams. */
+  buffers: { rollouts: TrajectoryBuffer; judged: TrajectoryBuffer };
+  /** `--resume [REF]`: '' = the newest run of this job's name; undefined = no resume. */
+  resume?: string;
+  logger: Logger;
+  /** One human-readable line per event (the job's log). */
+  log(line: string): void;
+  registry?: Registry;
+}
+
+export type DriverPhase = 'starting' | 'warmup' | 'training' | 'evaluating' | 'stopping' | 'done';
+
+export interface RLJobSummary {
+  submissionId: string;
+  job: string;
+  track: string;
+  method: string;
+  status: 'completed' | 'stopped';
+  steps: number;
+  /** What `heldout` measures: solved share of held-out tasks, or the simulated user's preference score. */
+  metric: 'heldout_success' | 'preference_score';
+  heldout: { start: number | null; end: number | null };
+  samplesPerSecond: number;
+  trainerIdleRatio: number;
+  rolloutIdleRatio: number;
+  elapsedSeconds: number;
+  resumedFromStep: number | null;
+  checkpointDir: string;
+  trajectories: TrajectoryCounts;
+  recoveries: { engines: number; trainers: number };
+  evals: EvalRecord[];
+  history: StepRecord[];
+}
+
+export class RLDriver {
+  private readonly spec: RLJobManifest['spec'];
+  private readonly job: string;
+  private readonly metrics: JobMetrics;
+  private readonly state: JobStateStore;
+  private readonly failed = new AbortController();
+  private stopRequested = false;
+  phase: DriverPhase = 'starting';
+  private step = 0;
+  private warmupDone = 0;
+  private lastCheckpointStep: number | null = null;
+  private readonly history: StepRecord[] = [];
+  private readonly evals: EvalRecord[] = [];
+  private startedAt = performance.now();
+  private rlStartedAt = 0;
+  private samplesTrained = 0;
+  private trainerWaitMs = 0;
+  private gate?: StalenessGate;
+  private rolloutSlots = 1;
+
+  constructor(private readonly o: DriverOptions) {
+    this.spec = o.manifest.spec;
+    this.job = o.manifest.metadata.name;
+    this.metrics = new JobMetrics(o.registry);
+    const dir = this.spec.checkpoint.dir;
+    this.state = new JobStateStore(
+      isAbsolute(dir) ? dir : resolve(o.dataDir, dir),
+      o.submissionId,
+      this.spec.checkpoint.keep,
+    );
+  }
+
+  /** Finish the step in progress, checkpoint, and end (SIGTERM, `job stop`). */
+  requestStop(): void {
+    if (this.stopRequested) return;
+    this.stopRequested = true;
+    this.phase = 'stopping';
+    this.gate?.close();
+    this.o.log('stop requested: finishing the current step');
+  }
+
+  async run(): Promise<RLJobSummary> {
+    const { spec, o } = this;
+    const modelDir = prepareModelDir(spec.model, o.workingDir, o.dataDir);
+    const codec = new ChatCodec(modelDir);
+    // Plugins that run in other actors travel as absolute paths (same path on every node).
+    const plugin = (p?: string) => {
+      if (!p) return undefined;
+      const { path, exportName } = pluginLocation(p, o.workingDir);
+      return `${path}#${exportName}`;
+    };
+    const tasksPath =
+      spec.env && spec.env.tasks !== 'builtin' ? resolve(o.workingDir, spec.env.tasks) : 'builtin';
+    o.log(`job ${this.job} (${o.submissionId}): ${spec.track} / ${spec.method}, model ${modelDir}`);
+    const actors = await createActorSet(
+      o.cluster,
+      o.manifest,
+      {
+        modelDir,
+        tasks: tasksPath,
+        checkpointDir: this.state.dir,
+        environmentModule: plugin(spec.plugins.environment),
+        lossModule: plugin(spec.plugins.loss),
+      },
+      o.submissionId,
+    );
+    o.log(
+      `actors ready: ${actors.engines.length} rollout engine(s), ${actors.trainers.length} trainer shard(s), ${actors.pools.length} env pool(s), ${actors.voters.length} judge voter(s)`,
+    );
+    const publisher = new WeightPublisher(actors.engines, { registry: o.registry });
+    const engines = new EnginePool(actors.engines, {
+      publish: async (members, version, weights) => {
+        await publisher.publish(version, weights, members);
+      },
+      log: o.log,
+    });
+    const trainers = new TrainerGroup(actors.trainers, {
+      rebuildRing: () => actors.rebuildRing(),
+      lastCheckpointStep: () => this.lastCheckpointStep,
+      log: o.log,
+    });
+    const ledger = new TrajectoryLedger(o.buffers.rollouts, o.buffers.judged);
+    try {
+      const resumedFrom = await this.restore(trainers, engines, ledger);
+      const rolloutFn = spec.plugins.rollout
+        ? await loadPluginFunction<RolloutFunction>(spec.plugins.rollout, o.workingDir, 'rollout')
+        : undefined;
+      const track = spec.env ? await loadTrack(spec.track) : undefined;
+      const tasks = track ? await loadTasks(track, tasksPath) : [];
+      const trainTasks = shuffled(
+        tasks.filter((t) => spec.env!.split === 'all' || t.split === spec.env!.split),
+        spec.env?.seed ?? 0,
+      );
+      if (spec.env && trainTasks.length === 0) {
+        throw new ConfigError(`spec.env: no tasks in split '${spec.env.split}' of ${tasksPath}`);
+      }
+      const evalTaskIds = tasks
+        .filter((t) => spec.eval.split === 'all' || t.split === spec.eval.split)
+        .map((t) => t.id);
+      const remote = new RemoteChatModel(spec.model.name ?? 'policy', codec, engines);
+      const play = (taskId: string, sampling: Sampling, slot: number) =>
+        this.playOn(engines, actors.pools, { taskId, sampling, slot, rollout: rolloutFn });
+
+      const runEval = async () => {
+        if (this.stopRequested || spec.eval.everySteps <= 0) return;
+        const previous = this.phase;
+        this.phase = 'evaluating';
+        const r = await this.evaluate(remote, codec, evalTaskIds, play);
+        this.phase = previous;
+        if (!r) return;
+        this.evals.push({ step: this.step, ...r });
+        this.metrics.success.set({ job: this.job, split: 'heldout' }, r.success);
+        const personal = spec.track === 'personal';
+        o.log(
+          `eval step ${this.step}: held-out ${personal ? 'preference score' : 'success'} ${r.success.toFixed(3)} (${r.episodes} ${personal ? 'sessions' : 'tasks'}, mean reward ${r.rewardMean.toFixed(3)}, ${r.seconds.toFixed(1)} s)`,
+        );
+        if (r.sample) o.log(`eval sample: ${r.sample}`);
+      };
+
+      this.startedAt = performance.now();
+      if (this.evals.length === 0) await runEval();
+
+      // Warm start (or the whole job, for method sft): SFT on the oracle traces.
+      const sft = spec.method === 'sft';
+      const sftSteps = sft ? spec.train.steps : (spec.train.warmup?.steps ?? 0);
+      const sftDone = sft ? this.step : this.warmupDone;
+      if (sftSteps > sftDone && !this.stopRequested) {
+        const traces = await oracleSamples(
+          actors.pools[0] as ActorHandle<EnvPool> | undefined,
+          codec,
+          trainTasks,
+          {
+            seed: spec.train.seed + 1,
+            what: sft ? 'spec.method sft' : 'spec.train.warmup',
+          },
+        );
+        o.log(
+          `oracle traces: ${traces.length} samples from ${trainTasks.filter((t) => t.oracle.length > 0).length} tasks`,
+        );
+        this.phase = sft ? 'training' : 'warmup';
+        this.rlStartedAt = performance.now();
+        await runSft({
+          traces,
+          batchSize: spec.rollout.batchSize * spec.rollout.samplesPerPrompt,
+          done: sftDone,
+          total: sftSteps,
+          lr: sft ? undefined : spec.train.warmup?.lr,
+          step: (batch, lr) => trainers.step(batch, { method: 'sft', lr }, this.failed.signal),
+          stopRequested: () => this.stopRequested,
+          afterStep: async (s, loss, samples, seconds) => {
+            o.log(`${sft ? 'step' : 'warmup step'} ${s}/${sftSteps}: sft loss ${loss.toFixed(4)}`);
+            if (!sft) {
+              this.warmupDone = s;
+              if (s === sftSteps) {
+                await this.publish(trainers, engines, true);
+                await this.checkpoint(trainers, ledger);
+                await runEval();
+              }
+              return;
+            }
+            this.step = s;
+            this.samplesTrained += samples;
+            this.history.push({
+              step: s,
+              rewardMean: 0,
+              successRate: 0,
+              staleness: 0,
+              episodes: 0,
+              samples,
+              loss,
+              seconds,
+            });
+            this.metrics.steps.inc({ job: this.job });
+            this.metrics.samples.inc({ job: this.job }, samples);
+            const every = spec.eval.everySteps;
+            // SFT needs no rollouts, so the engines get the weights only when something reads them.
+            const evalDue = every > 0 && (s % every === 0 || s === sftSteps);
+            if (evalDue || s === sftSteps) await this.publish(trainers, engines, true);
+            if (evalDue) await runEval();
+            await this.maybeCheckpoint(trainers, ledger);
+          },
+        });
+      }
+
+      if (!sft && this.step < spec.train.steps && !this.stopRequested) {
+        this.phase = 'training';
+        await this.runRl({ actors, engines, trainers, ledger, codec, remote, trainTasks, play, runEval });
+      }
+      const lastEval = this.evals.at(-1);
+      if (!this.stopRequested && (!lastEval || lastEval.step !== this.step)) await runEval();
+      await this.checkpoint(trainers, ledger);
+      this.phase = 'done';
+      const trajectories = await ledger.counts();
+      this.setTrajectoryMetrics(trajectories);
+      const p = this.rates();
+      return {
+        submissionId: o.submissionId,
+        job: this.job,
+        track: spec.track,
+        method: spec.method,
+        status: this.stopRequested ? 'stopped' : 'completed',
+        steps: this.step,
+        metric: spec.track === 'personal' ? 'preference_score' : 'heldout_success',
+        heldout: { start: this.evals[0]?.success ?? null, end: this.evals.at(-1)?.success ?? null },
+        samplesPerSecond: p.samplesPerSecond,
+        trainerIdleRatio: p.trainerIdleRatio,
+        rolloutIdleRatio: p.rolloutIdleRatio,
+        elapsedSeconds: (performance.now() - this.startedAt) / 1000,
+        resumedFromStep: resumedFrom,
+        checkpointDir: this.state.dir,
+        trajectories,
+        recoveries: { engines: engines.recoveries, trainers: trainers.recoveries },
+        evals: this.evals,
+        history: this.history,
+      };
+    } finally {
+      this.gate?.close();
+      engines.close();
+      await actors.close();
+    }
+  }
+
+  /** Continues this submission (a restarted driver), or adopts another's checkpoint (`--resume`). */
+  private async restore(
+    trainers: TrainerGroup,
+    engines: EnginePool<ActorHandle<RolloutEngine>>,
+    ledger: TrajectoryLedger,
+  ) {
+    let state: DriverState | null = this.state.latest();
+    if (state) {
+      this.o.log(`continuing submission ${this.o.submissionId} from its checkpoint at step ${state.step}`);
+    } else if (this.o.resume !== undefined) {
+      state = this.state.adopt(this.job, this.o.resume);
+      if (!state) this.o.log(`no earlier run of ${this.job} in ${this.state.root}; starting from scratch`);
+    }
+    if (!state) return null;
+    await trainers.resume(state.trainerStep);
+    this.lastCheckpointStep = state.trainerStep;
+    this.step = state.step;
+    this.warmupDone = state.warmupDone;
+    this.history.push(...state.history);
+    this.evals.push(...state.evals);
+    await ledger.restore(state.ledger);
+    await engines.publish(trainers.version, await trainers.readWeights());
+    this.o.log(
+      `resumed from ${this.state.dir} at step ${this.step} (trainer checkpoint step-${state.trainerStep})`,
+    );
+    return this.step;
+  }
+
+  private async runRl(c: {
+    actors: ActorSet;
+    engines: EnginePool<ActorHandle<RolloutEngine>>;
+    trainers: TrainerGroup;
+    ledger: TrajectoryLedger;
+    codec: ChatCodec;
+    remote: RemoteChatModel;
+    trainTasks: TrackTask[];
+    play(taskId: string, sampling: Sampling, slot: number): Promise<Episode>;
+    runEval(): Promise<void>;
+  }): Promise<void> {
+    const { spec, o } = this;
+    const personal = spec.track === 'personal';
+    const B = spec.rollout.batchSize;
+    const G = spec.rollout.samplesPerPrompt;
+    const maxStaleness = spec.train.async ? spec.train.maxStaleness : 0;
+    // Units the gate counts: prompt groups (env tracks) or simulated sessions (personal).
+    const unitsPerStep = personal ? Math.max(1, Math.ceil(B / (spec.user?.turnsPerSession ?? 1))) : B;
+    const gate = new StalenessGate(unitsPerStep, maxStaleness, {
+      version: this.step,
+      group: this.step * unitsPerStep,
+    });
+    this.gate = gate;
+    if (this.stopRequested) gate.close();
+    this.rlStartedAt = performance.now();
+    const fail = (err: Error) => {
+      if (!this.failed.signal.aborted) {
+        o.log(`failed: ${err.message}`);
+        this.failed.abort(err);
+      }
+      gate.close();
+    };
+    const rewardFn = spec.plugins.reward
+      ? await loadPluginFunction<(input: RewardInput) => number | Promise<number>>(
+          spec.plugins.reward,
+          o.workingDir,
+          'reward',
+        )
+      : undefined;
+
+    const source: RolloutSource = personal
+      ? new PersonalSource({
+          model: c.remote,
+          host: spec.serve!.host,
+          port: spec.serve!.port,
+          token: spec.serve!.apiKeyEnv ? process.env[spec.serve!.apiKeyEnv] : undefined,
+          logger: o.logger,
+          onListening: (url) => o.log(`serving the policy for live sessions on ${url}/v1`),
+          users: spec.user && {
+            model: c.remote.id,
+            token: spec.serve!.apiKeyEnv ? process.env[spec.serve!.apiKeyEnv] : undefined,
+            user: spec.user,
+            sampling: {
+              temperature: spec.rollout.temperature,
+              topP: spec.rollout.topP,
+              maxTokens: spec.rollout.maxTokens,
+            },
+          },
+        })
+      : new EpisodeSource({
+          tasks: c.trainTasks,
+          samplesPerGroup: G,
+          slots: spec.env!.parallel * c.actors.pools.length,
+          play: async (ticket: EpisodeTicket, task: TrackTask, slot: number) => {
+            const episode = await c.play(task.id, this.sampling(ticket), slot);
+            if (rewardFn) {
+              episode.customReward = await rewardFn({
+                taskId: task.id,
+                task,
+                messages: episode.messages,
+                reward: episode.reward,
+                info: episode.info,
+              });
+            }
+            return episodeRecords(episode, task, ticket, G, o.submissionId);
+          },
+        });
+    this.rolloutSlots = source.slots;
+    let rolloutsDone = false;
+    const rolloutLoop = source
+      .run({
+        gate,
+        append: async (records) => {
+          await o.buffers.rollouts.append(records);
+        },
+        signal: this.failed.signal,
+        log: o.log,
+      })
+      .catch(fail)
+      .finally(() => {
+        rolloutsDone = true;
+      });
+
+    const panel = new JudgePanel(this.voters(c.actors), {
+      votes: spec.judge.votes,
+      timeoutMs: spec.judge.timeoutMs,
+      registry: o.registry,
+    });
+    const opd = spec.method === 'opd' || spec.method === 'combine';
+    const judgeLoop = runJudgeLoop({
+      rollouts: o.buffers.rollouts,
+      judged: o.buffers.judged,
+      rolloutsDone: () => rolloutsDone,
+      signal: this.failed.signal,
+      log: o.log,
+      onWaiting: (n) => this.metrics.bufferLag.set({ job: this.job, stage: 'judge' }, n),
+      judge: (turns) =>
+        judgeEpisode(
+          turns,
+          {
+            panel,
+            kind: personal ? 'turn' : 'episode',
+            stepRewardCoef: spec.judge.stepRewardCoef,
+            opd,
+            prm: spec.method === 'combine' || spec.method === 'rl',
+            teacher: (prompt, response) =>
+              c.engines.run(
+                async (engine) =>
+                  (await engine.call('computeLogprobs', [...prompt, ...response], prompt.length)).slice(
+                    -response.length,
+                  ),
+                isPeerLoss,
+              ),
+            encodeChat: (messages) => c.codec.encodeChat(messages),
+          },
+          (turns.at(-1)!.extra?.reference as Record<string, unknown> | undefined) ?? {},
+        ),
+    }).catch(fail);
+
+    try {
+      await runTrainLoop({
+        judged: o.buffers.judged,
+        trainer: c.trainers,
+        publish: (force) => this.publish(c.trainers, c.engines, force),
+        ledger: c.ledger,
+        gate,
+        startStep: this.step,
+        totalSteps: spec.train.steps,
+        batchSize: B,
+        maxStaleness,
+        advantages: {
+          method: spec.method as 'rl' | 'opd' | 'combine',
+          samplesPerPrompt: G,
+          combine: spec.train.combine,
+        },
+        stopRequested: () => this.stopRequested,
+        signal: this.failed.signal,
+        onWait: (ms) => {
+          this.trainerWaitMs += ms;
+        },
+        onLag: (n) => this.metrics.bufferLag.set({ job: this.job, stage: 'train' }, n),
+        afterStep: (r) => this.afterRlStep(r, c.trainers, c.ledger, c.runEval),
+      });
+    } catch (err) {
+      fail(err as Error);
+    }
+    // Training is over (or failed): the source and the judge stop where they are; what they
+    // hold stays in the streams, unacked.
+    gate.close();
+    if (!this.failed.signal.aborted) this.failed.abort(new Error('training finished'));
+    await rolloutLoop;
+    await judgeLoop;
+    const reason = this.failed.signal.reason as Error | undefined;
+    if (reason && reason.message !== 'training finished') throw reason;
+  }
+
+  private async afterRlStep(
+    r: TrainStepRecord,
+    trainers: TrainerGroup,
+    ledger: TrajectoryLedger,
+    runEval: () => Promise<void>,
+  ): Promise<void> {
+    const { spec, o } = this;
+    this.step = r.step;
+    this.samplesTrained += r.episodes;
+    const record: StepRecord = {
+      step: r.step,
+      rewardMean: r.rewardMean,
+      successRate: r.successRate,
+      staleness: r.staleness,
+      episodes: r.episodes,
+      samples: r.samples,
+      loss: r.loss,
+      seconds: r.seconds,
+    };
+    this.history.push(record);
+    this.recordMetrics(record);
+    const p = this.rates();
+    o.log(
+      `step ${r.step}/${spec.train.steps}: reward ${r.rewardMean.toFixed(3)}, success ${r.successRate.toFixed(3)}, ${r.samples} samples of ${r.episodes} episodes, staleness ${r.staleness.toFixed(2)}, loss ${r.loss.toFixed(4)}, ${p.samplesPerSecond.toFixed(2)} samples/s${r.staleGroups > 0 ? `, ${r.staleGroups} stale group(s) dropped` : ''}`,
+    );
+    const every = spec.eval.everySteps;
+    if (every > 0 && r.step % every === 0 && r.step < spec.train.steps) await runEval();
+    await this.maybeCheckpoint(trainers, ledger);
+  }
+
+  private sampling(ticket: EpisodeTicket): Sampling {
+    const { rollout, train } = this.spec;
+    return {
+      maxTokens: rollout.maxTokens,
+      temperature: rollout.temperature,
+      topP: rollout.topP,
+      seed: Number.parseInt(fnv1a(`${train.seed}:${ticket.group}:${ticket.index}`), 16),
+    };
+  }
+
+  /**
+   * One episode on a healthy engine and an env pool. An engine that fails because it is gone
+   * leaves the engine pool; the caller plays the episode again.
+   */
+  private async playOn(
+    engines: EnginePool<ActorHandle<RolloutEngine>>,
+    pools: ActorHandle<EnvPool>[],
+    e: { taskId: string; sampling: Sampling; slot: number; rollout?: RolloutFunction },
+  ): Promise<Episode> {
+    const { engine, index } = await engines.pick();
+    let engineFailed = false;
+    const watched = {
+      call: (async (method: string, ...args: unknown[]) => {
+        try {
+          const result = await (engine.call as (m: string, ...a: unknown[]) => Promise<unknown>)(
+            method,
+            ...args,
+          );
+          const version = (result as { weightVersion?: unknown } | undefined)?.weightVersion;
+          if (typeof version === 'number') engines.noteVersion(index, version);
+          return result;
+        } catch (err) {
+          engineFailed = true;
+          throw err;
+        }
+      }) as ActorHandle<RolloutEngine>['call'],
+    } as ActorHandle<RolloutEngine>;
+    try {
+      return await playEpisode({
+        pool: pools[e.slot % pools.length],
+        engine: watched,
+        taskId: e.taskId,
+        sampling: e.sampling,
+        maxTurns: this.spec.rollout.maxTurns,
+        rollout: e.rollout,
+      });
+    } catch (err) {
+      if (engineFailed && isPeerLoss(err)) engines.markDown(index, (err as Error).message);
+      throw err;
+    }
+  }
+
+  private async evaluate(
+    remote: RemoteChatModel,
+    codec: ChatCodec,
+    evalTaskIds: string[],
+    play: (taskId: string, sampling: Sampling, slot: number) => Promise<Episode>,
+  ): Promise<EvalResult | undefined> {
+    const { spec } = this;
+    if (spec.track === 'personal') {
+      if (!spec.user) return undefined;
+      return evaluatePersonal({
+        user: spec.user,
+        maxTokens: spec.rollout.maxTokens,
+        reply: async (messages, maxTokens) => {
+          const r = await remote.generate({
+            promptTokenIds: codec.encodeChat(messages),
+            maxTokens,
+            temperature: 0,
+          });
+          return r.text ?? codec.decode(r.tokenIds);
+        },
+      });
+    }
+    if (evalTaskIds.length === 0) return undefined;
+    return evaluateEnv({
+      taskIds: evalTaskIds,
+      parallel: spec.env!.parallel * Math.max(1, spec.resources.env.replicas),
+      play: async (taskId, i, slot) => {
+        const sampling = { maxTokens: spec.rollout.maxTokens, temperature: 0, topP: 1, seed: i };
+        // An evaluation episode whose engine or env died is played again, like a rollout.
+        for (let attempt = 1; ; attempt++) {
+          try {
+            return await play(taskId, sampling, slot);
+          } catch (err) {
+            if (!isPeerLoss(err) || attempt >= 20) throw err;
+            await new Promise((r) => setTimeout(r, 250));
+          }
+        }
+      },
+    });
+  }
+
+  private voters(actors: ActorSet): VoterRef[] {
+    const { judge, user } = this.spec;
+    if (judge.backend === 'reaction') return [new ReactionJudge(user!.preference, { mode: judge.mode })];
+    if (actors.voters.length === 0) {
+      throw new ConfigError(
+        'spec.judge: an llm judge needs baseURL (an OpenAI-compatible endpoint serving the judge model) in this version',
+      );
+    }
+    return actors.voters;
+  }
+
+  /** Publishes the trainers' weights when due (every `updateWeightsEvery` versions) or forced. */
+  private async publish(
+    trainers: TrainerGroup,
+    engines: EnginePool<ActorHandle<RolloutEngine>>,
+    force: boolean,
+  ): Promise<boolean> {
+    if (!force && trainers.version % this.spec.train.updateWeightsEvery !== 0) return false;
+    await engines.publish(trainers.version, await trainers.readWeights());
+    return true;
+  }
+
+  /**
+   * The commit protocol (see trajectory-ledger.ts): trainer checkpoint → driver state naming
+   * what it commits → mark trained → ack.
+   */
+  private async checkpoint(trainers: TrainerGroup, ledger: TrajectoryLedger): Promise<void> {
+    const path = await trainers.saveCheckpoint(this.step);
+    const ledgerState = ledger.prepareCommit();
+    this.state.save({
+      format: 'clawray-driver-state',
+      submissionId: this.o.submissionId,
+      jobName: this.job,
+      step: this.step,
+      warmupDone: this.warmupDone,
+      trainerStep: trainers.version,
+      evals: this.evals,
+      history: this.history,
+      ledger: ledgerState,
+      savedAtMs: Date.now(),
+    });
+    this.lastCheckpointStep = trainers.version;
+    await ledger.finishCommit();
+    this.setTrajectoryMetrics(await ledger.counts());
+    this.o.log(`checkpoint at step ${this.step}: ${path}`);
+  }
+
+  private maybeCheckpoint(trainers: TrainerGroup, ledger: TrajectoryLedger): Promise<void> {
+    const every = this.spec.checkpoint.everySteps;
+    return every > 0 && this.step % every === 0 ? this.checkpoint(trainers, ledger) : Promise.resolve();
+  }
+
+  private rates() {
+    const rlElapsed = this.rlStartedAt ? (performance.now() - this.rlStartedAt) / 1000 : 0;
+    const idle = (ms: number, slots = 1) =>
+      rlElapsed > 0 ? Math.min(1, ms / 1000 / (rlElapsed * slots)) : 0;
+    return {
+      samplesPerSecond: rlElapsed > 0 ? this.samplesTrained / rlElapsed : 0,
+      trainerIdleRatio: idle(this.trainerWaitMs),
+      rolloutIdleRatio: this.gate ? idle(this.gate.waitedMs, this.rolloutSlots) : 0,
+    };
+  }
+
+  private recordMetrics(r: StepRecord): void {
+    const job = { job: this.job };
+    const p = this.rates();
+    this.metrics.steps.inc(job);
+    this.metrics.samples.inc(job, r.episodes);
+    this.metrics.reward.set(job, r.rewardMean);
+    this.metrics.success.set({ ...job, split: 'train' }, r.successRate);
+    this.metrics.staleness.set(job, r.staleness);
+    this.metrics.samplesPerSecond.set(job, p.samplesPerSecond);
+    this.metrics.trainerIdle.set(job, p.trainerIdleRatio);
+    this.metrics.rolloutIdle.set(job, p.rolloutIdleRatio);
+  }
+
+  private setTrajectoryMetrics(t: TrajectoryCounts): void {
+    const set = (state: string, v: number) => this.metrics.trajectories.set({ job: this.job, state }, v);
+    set('produced', t.produced);
+    set('judged', t.judged);
+    set('trained', t.trained);
+    for (const [reason, n] of Object.entries(t.dropped)) if (reason !== 'total') set(`dropped_${reason}`, n);
+    set('lost', t.lost);
+    set('duplicated', t.duplicated);
+  }
+}

@@ -1,0 +1,124 @@
+/**
+ * The train loop: judged stream → complete groups → one optimizer step per `batchSize` groups
+ * → weights to the rollout engines every `updateWeightsEvery` steps. Groups generated more than
+ * `maxStaleness` versions behind the policy they would train are dropped (counted, never
+ * silently). The staleness gate is advanced with the *published* version, which is what the
+ * engines generate with. Nothing is acked here: the ledger acks a step's entries once a
+ * checkpoint holds it.
+ */
+import type { TrainSample } from '../../actors/trainer/policy-trainer.js';
+import type { TrajectoryBuffer } from '../buffer/types.js';
+import { type AdvantageOptions, type BatchStats, buildSamples, GroupAssembler } from './batches.js';
+import type { StalenessGate } from './staleness-gate.js';
+import { TRAIN_GROUP, type TrajectoryLedger } from './trajectory-ledger.js';
+
+export interface TrainLoopTrainer {
+  /** The policy version (optimizer steps taken). */
+  readonly version: number;
+  step(samples: TrainSample[], options: { method: 'rl' }, signal?: AbortSignal): Promise<number>;
+}
+
+export interface TrainStepRecord extends BatchStats {
+  step: number;
+  loss: number;
+  seconds: number;
+  /** Groups dropped because they were too stale. */
+  staleGroups: number;
+}
+
+export interface TrainLoopOptions {
+  judged: TrajectoryBuffer;
+  trainer: TrainLoopTrainer;
+  /** Publishes the trainer's weights when due (every `updateWeightsEvery` versions) or forced; true if it did. */
+  publish(force: boolean): Promise<boolean>;
+  ledger: TrajectoryLedger;
+  gate: StalenessGate;
+  /** The step the loop starts from (a resumed job's). */
+  startStep: number;
+  /** Steps to reach; undefined = until stopped. */
+  totalSteps?: number;
+  batchSize: number;
+  maxStaleness: number;
+  advantages: AdvantageOptions;
+  /** True once a graceful stop was asked for: the step in progress finishes, then the loop ends. */
+  stopRequested(): boolean;
+  /** Aborted when the job fails: the loop ends at once. */
+  signal: AbortSignal;
+  /** After each step: evaluation and checkpoints (the driver's). */
+  afterStep(record: TrainStepRecord): Promise<void>;
+  /** Milliseconds spent waiting for judged samples. */
+  onWait?(ms: number): void;
+  onLag?(groupsReady: number): void;
+  now?: () => number;
+  consumer?: string;
+  blockMs?: number;
+}
+
+export async function runTrainLoop(o: TrainLoopOptions): Promise<number> {
+  const now = o.now ?? (() => performance.now());
+  const consumer = o.consumer ?? 'driver';
+  const assembler = new GroupAssembler();
+  const running = () => !o.stopRequested() && !o.signal.aborted;
+  const more = (step: number) => o.totalSteps === undefined || step < o.totalSteps;
+
+  // Entries handed to this consumer before a restart: those a checkpoint already holds are
+  // acked and skipped; the rest are trained (again, into the resumed weights).
+  const replay = await o.judged.readPending({ group: TRAIN_GROUP, consumer, count: 100_000 });
+  const done: string[] = [];
+  for (const e of replay) {
+    if (await o.judged.wasTrained(e.record.trajectoryId)) done.push(e.entryId);
+    else assembler.add(e.record, e.entryId);
+  }
+  if (done.length > 0) await o.judged.ack(TRAIN_GROUP, done);
+
+  let step = o.startStep;
+  let unpublished = false;
+  while (more(step) && running()) {
+    const waitStarted = now();
+    while (assembler.size < o.batchSize && running()) {
+      const entries = await o.judged.read({
+        group: TRAIN_GROUP,
+        consumer,
+        count: 256,
+        blockMs: o.blockMs ?? 100,
+      });
+      for (const e of entries) assembler.add(e.record, e.entryId);
+      o.onLag?.(assembler.size);
+    }
+    o.onWait?.(now() - waitStarted);
+    if (!running()) break;
+    const started = now();
+    const version = o.trainer.version;
+    const groups = assembler.take(o.batchSize);
+    const isStale = (g: (typeof groups)[number]) =>
+      version - Math.min(...g.episodes.flat().map((r) => r.weightVersion)) > o.maxStaleness;
+    const fresh = groups.filter((g) => !isStale(g));
+    const stale = groups.filter(isStale);
+    const { samples, stats, use } = buildSamples(
+      fresh.map((g) => g.episodes),
+      version,
+      o.advantages,
+    );
+    let loss = 0;
+    // Without a learning signal (every group's rewards equal) the weights stay as they are.
+    if (samples.length > 0) {
+      loss = await o.trainer.step(samples, { method: 'rl' }, o.signal);
+      unpublished = true;
+    }
+    if (unpublished && (await o.publish(!more(step + 1)))) unpublished = false;
+    step++;
+    // The gate counts in steps: it opens for the step whose weights the engines now serve.
+    if (!unpublished) o.gate.advance(step);
+    o.ledger.recordStep({
+      entryIds: groups.flatMap((g) => g.entryIds),
+      trained: use.trained,
+      dropped: {
+        stale: stale.flatMap((g) => g.episodes.flat().map((r) => r.trajectoryId)),
+        no_signal: use.noSignal,
+        truncated: use.truncated,
+      },
+    });
+    await o.afterStep({ step, ...stats, loss, seconds: (now() - started) / 1000, staleGroups: stale.length });
+  }
+  return step;
+}

@@ -1,0 +1,144 @@
+/**
+ * The job's trainer shards as one trainer. A step runs on every shard (their gradients meet in
+ * the collective ring); when a shard dies mid-step the ring breaks on every rank. The group
+ * then waits for the runtime to restart the shard, restores every rank to the same weights —
+ * the last good step, taken from a surviving rank, or the last checkpoint when none survived
+ * at a known step — rebuilds the ring and redoes the step.
+ */
+import type { ActorHandle } from '../../actors/runtime/actor-handle.js';
+import type { StepMetrics, TrainSample } from '../../actors/trainer/policy-trainer.js';
+import type { TrainerShard } from '../../actors/trainer/trainer-shard.js';
+import { ClawrayError } from '../../common/errors.js';
+import { shardSamples } from './batches.js';
+import { isPeerLoss, sleep } from './failures.js';
+
+/** Every rank restarted and no checkpoint holds the step the job is at: the driver must resume. */
+export class TrainerStateLostError extends ClawrayError {
+  override readonly retryable = true;
+}
+
+/** What the group needs of a TrainerShard actor (its handle; tests pass in-process fakes). */
+export type TrainerShardRef = Pick<ActorHandle<TrainerShard>, 'call'>;
+
+export interface TrainerGroupOptions {
+  /** (Re)builds the collective ring over the shards; called after a recovery. */
+  rebuildRing(): Promise<void>;
+  /** The step of the last checkpoint the job wrote (null: none yet). */
+  lastCheckpointStep(): number | null;
+  log?: (line: string) => void;
+  /** Probe interval while waiting for restarted shards (default 500 ms). */
+  probeIntervalMs?: number;
+  /** How long a recovery waits for every shard to be back (default 10 min). */
+  recoverTimeoutMs?: number;
+}
+
+export class TrainerGroup {
+  /** Optimizer steps taken: the policy version. */
+  version = 0;
+  recoveries = 0;
+
+  constructor(
+    readonly shards: TrainerShardRef[],
+    private readonly o: TrainerGroupOptions,
+  ) {}
+
+  /** One optimizer step over all shards; returns the summed loss. Survives shard deaths. */
+  async step(
+    samples: TrainSample[],
+    options: { method: 'rl' | 'sft'; lr?: number },
+    signal?: AbortSignal,
+  ): Promise<number> {
+    const globalTokens = samples.reduce((n, s) => n + s.tokenIds.length - s.responseStart, 0);
+    const parts = shardSamples(samples, this.shards.length);
+    // Every rank joins the all-reduce; a rank without samples adds a zero-gradient one.
+    const filler = samples[0];
+    for (;;) {
+      const before = this.version;
+      const results = await Promise.allSettled(
+        this.shards.map((t, i) =>
+          t.call(
+            'trainStep',
+            parts[i].length > 0
+              ? parts[i]
+              : [{ ...filler, advantages: 0, oldLogprobs: filler.oldLogprobs ?? [] }],
+            { globalTokens, ...options },
+          ),
+        ),
+      );
+      const done = results.filter((r): r is PromiseFulfilledResult<StepMetrics> => r.status === 'fulfilled');
+      if (done.length === results.length) {
+        this.version = done[0].value.step;
+        return done.reduce((s, r) => s + r.value.loss, 0);
+      }
+      const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')!.reason;
+      if (!isPeerLoss(failure)) throw failure;
+      this.o.log?.(
+        `trainer step ${before + 1} failed (${(failure as Error).message}); recovering the shards`,
+      );
+      const at = await this.recover(signal);
+      // Every rank that finished had already applied the step: it is done, not redone.
+      if (at === before + 1) return done.reduce((s, r) => s + r.value.loss, 0);
+    }
+  }
+
+  /**
+   * Waits for every shard to answer, then puts all of them at one step: a surviving shard's
+   * (saved and loaded by all), else the last checkpoint. Returns that step.
+   */
+  async recover(signal?: AbortSignal): Promise<number> {
+    const deadline = Date.now() + (this.o.recoverTimeoutMs ?? 600_000);
+    let steps: number[];
+    for (;;) {
+      const probes = await Promise.allSettled(this.shards.map((s) => s.call('ready')));
+      if (probes.every((p) => p.status === 'fulfilled')) {
+        steps = probes.map((p) => (p as PromiseFulfilledResult<{ step: number }>).value.step);
+        break;
+      }
+      if (Date.now() > deadline || signal?.aborted)
+        throw new TrainerStateLostError('trainer shards did not come back in time');
+      await sleep(this.o.probeIntervalMs ?? 500, signal);
+    }
+    // A rank one step past the job's version finished the failed step; one at it holds the
+    // last good weights. Either is a donor; a restarted rank (back at its initial weights)
+    // is not. At version 0 every rank starts from the same initial weights anyway.
+    const donor = [this.version + 1, this.version].map((v) => steps.indexOf(v)).find((i) => i >= 0);
+    let target: number;
+    if (donor !== undefined) {
+      target = steps[donor];
+      if (target > 0 && steps.some((s) => s !== target)) {
+        await this.shards[donor].call('saveCheckpoint');
+        await Promise.all(this.shards.map((s, i) => (i === donor ? target : s.call('resume', target))));
+      }
+    } else {
+      const ckpt = this.o.lastCheckpointStep();
+      if (ckpt === null || ckpt !== this.version)
+        throw new TrainerStateLostError(
+          `no trainer shard survived at step ${this.version} and the last checkpoint is at ${ckpt ?? 'none'}`,
+          { fields: { version: this.version, checkpoint: ckpt } },
+        );
+      target = ckpt;
+      await Promise.all(this.shards.map((s) => s.call('resume', ckpt)));
+    }
+    await this.o.rebuildRing();
+    this.version = target;
+    this.recoveries++;
+    this.o.log?.(`trainer shards recovered at step ${target}`);
+    return target;
+  }
+
+  async readWeights(): Promise<Map<string, Float32Array>> {
+    return new Map(Object.entries(await this.shards[0].call('readWeights')));
+  }
+
+  /** Saves a checkpoint of rank 0 (every rank holds the same weights); returns its path. */
+  saveCheckpoint(dataCursor: number): Promise<string> {
+    return this.shards[0].call('saveCheckpoint', { dataCursor });
+  }
+
+  /** Loads `step` (default the newest) on every shard. */
+  async resume(step?: number): Promise<number> {
+    const steps = await Promise.all(this.shards.map((s) => s.call('resume', step)));
+    this.version = steps[0];
+    return this.version;
+  }
+}

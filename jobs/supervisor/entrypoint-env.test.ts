@@ -1,0 +1,66 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readlinkSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { packageRoot } from '../../common/package-root.js';
+import { clawrayBinDir, entrypointEnv, linkClawrayPackage } from './entrypoint-env.js';
+
+describe("what a job's entrypoint finds around it", () => {
+  const dir = mkdtempSync(join(tmpdir(), 'clawray-entrypoint-env-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('puts a clawray shim of this install, written once, first on PATH', () => {
+    const bin = clawrayBinDir(dir);
+    expect(clawrayBinDir(dir)).toBe(bin);
+    expect(readdirSync(bin)).toEqual(['clawray']);
+    expect(statSync(join(bin, 'clawray')).mode & 0o111).toBe(0o111);
+    const run = spawnSync(join(bin, 'clawray'), ['--help'], { encoding: 'utf8' });
+    expect(run.status).toBe(0);
+    expect(run.stdout).toContain('Usage: clawray');
+  });
+
+  it("gives the driver the job's variables, not the supervisor actor's", () => {
+    const env = entrypointEnv(
+      {
+        PATH: '/usr/bin',
+        CLAWRAY_ACTOR_ID: 'actor_x',
+        CLAWRAY_NODE_ID: 'n',
+        CUDA_VISIBLE_DEVICES: '',
+        HOME: '/h',
+      },
+      {
+        address: '127.0.0.1:1',
+        token: 't',
+        submissionId: 'job-1',
+        attempt: 2,
+        binDir: '/b',
+        store: { url: 'redis://r:6379', cluster: 'c1' },
+      },
+    );
+    expect(env).toEqual({
+      PATH: '/b:/usr/bin',
+      HOME: '/h',
+      CLAWRAY_ADDRESS: '127.0.0.1:1',
+      CLAWRAY_TOKEN: 't',
+      CLAWRAY_JOB_ID: 'job-1',
+      CLAWRAY_JOB_ATTEMPT: '2',
+      CLAWRAY_STORE_URL: 'redis://r:6379',
+      CLAWRAY_CLUSTER_NAME: 'c1',
+    });
+    const memory = entrypointEnv(
+      {},
+      { address: 'a', token: 't', submissionId: 'j', attempt: 1, binDir: '/b' },
+    );
+    expect(memory.CLAWRAY_STORE_URL).toBeUndefined();
+    expect(memory.PATH).toBe('/b');
+  });
+
+  it('links node_modules/clawray of a working dir to this install, once', () => {
+    const wd = join(dir, 'wd');
+    linkClawrayPackage(wd);
+    linkClawrayPackage(wd);
+    expect(readlinkSync(join(wd, 'node_modules', 'clawray'))).toBe(packageRoot());
+    expect(readdirSync(join(wd, 'node_modules'))).toEqual(['clawray']);
+  });
+});

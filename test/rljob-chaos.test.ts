@@ -1,0 +1,229 @@
+/**
+ * RL jobs under chaos (issue 13): a multi-process cluster on Redis with three workers runs a
+ * toolcall job while the test SIGKILLs a worker hosting rollout engines, later one hosting a
+ * trainer shard, later the head (restarted on the same store); a second job loses the worker
+ * its driver runs on. Each killed worker is replaced by a new one, as a node pool would. Both
+ * jobs must SUCCEED with no trajectory lost or trained twice, and leave the cluster's free
+ * resources where they were.
+ */
+import { execFile } from 'node:child_process';
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import type { Cluster } from '../actors/runtime/cluster.js';
+import type { ClusterStatusView } from '../actors/runtime/views.js';
+import { distEntry } from '../common/package-root.js';
+import { eventually, type Proc, TestCluster } from './helpers/processes.js';
+
+const execFileAsync = promisify(execFile);
+
+const STEPS = 12;
+const WORKER = { cpus: 6, gpus: 2, poolSize: 0 } as const;
+
+const MANIFEST = (name: string) => `apiVersion: clawray.dev/v1
+kind: RLJob
+metadata: { name: ${name} }
+spec:
+  track: toolcall
+  method: rl
+  model: { path: ./model, init: { preset: tiny } }
+  resources:
+    rollout: { replicas: 2, gpus: 0.5, strategy: SPREAD }
+    trainer: { shards: 2, gpus: 0.5, strategy: SPREAD }
+  rollout: { batchSize: 2, samplesPerPrompt: 2, maxTurns: 2, maxTokens: 12, temperature: 1.0 }
+  train: { steps: ${STEPS}, lr: 1.0e-3, maxStaleness: 1 }
+  env: { parallel: 2, settings: { tools: [calculator], systemPrompt: Use the calculator. } }
+  judge: { votes: 1 }
+  eval: { everySteps: 0 }
+  checkpoint: { everySteps: 2 }
+  maxDriverRestarts: 2
+  plugins: { reward: ./reward.mjs }
+`;
+
+/** Every group gets a learning signal, so every step trains (a random policy earns −1 everywhere). */
+const REWARD = 'export default ({ messages }) => (JSON.stringify(messages).length % 2 ? 1 : -1);\n';
+
+/** Free and total resources of the cluster, summed over alive nodes. */
+function freeResources(s: ClusterStatusView) {
+  const sum = (pick: (n: ClusterStatusView['nodes'][number]) => Record<string, number>) => {
+    const out: Record<string, number> = {};
+    for (const n of s.nodes.filter((n) => n.state === 'ALIVE')) {
+      for (const [k, v] of Object.entries(pick(n))) out[k] = Math.round(((out[k] ?? 0) + v) * 1000) / 1000;
+    }
+    return out;
+  };
+  return { available: sum((n) => n.available), total: sum((n) => n.total) };
+}
+
+describe('RL jobs under chaos (multi-process cluster on Redis, three workers)', () => {
+  let tc: TestCluster;
+  let dir: string;
+  afterEach(async () => {
+    await tc.teardown();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function setup(name: string) {
+    tc = new TestCluster();
+    dir = mkdtempSync(join(tmpdir(), 'clawray-chaos-'));
+    await tc.startHead({ store: inject('redisUrl'), clusterName: `chaos${Date.now()}`, nodeTimeoutMs: 3000 });
+    for (let i = 0; i < 3; i++) await tc.startWorker(WORKER);
+    const jobDir = join(dir, name);
+    mkdirSync(jobDir, { recursive: true });
+    writeFileSync(join(jobDir, 'job.yaml'), MANIFEST(name));
+    writeFileSync(join(jobDir, 'reward.mjs'), REWARD);
+    const cluster = await tc.connect({ headRetryMs: 60_000 });
+    return { cluster, file: join(jobDir, 'job.yaml') };
+  }
+
+  async function clawray(args: string[], timeoutMs = 30_000) {
+    const argv = [...args.slice(0, 2), '--address', tc.head!.address, ...args.slice(2)];
+    return execFileAsync(process.execPath, [distEntry('cli/main'), ...argv], {
+      env: { ...process.env, CLAWRAY_ADDRESS: '', ...tc.env },
+      timeout: timeoutMs,
+      maxBuffer: 64 * 1024 * 1024,
+    });
+  }
+
+  /** The highest `step N/M:` line in the job's log so far. */
+  async function stepOf(id: string): Promise<number> {
+    const { stdout } = await clawray(['job', 'logs', id]).catch(() => ({ stdout: '' }));
+    const steps = [...stdout.matchAll(/ step (\d+)\/\d+: reward/g)].map((m) => Number(m[1]));
+    return steps.length ? Math.max(...steps) : 0;
+  }
+
+  /** The worker process hosting an ALIVE actor of `className` for job `id` (not `avoid`'s node). */
+  async function workerHosting(
+    cluster: Cluster,
+    id: string,
+    className: string,
+    avoid?: string,
+  ): Promise<Proc> {
+    return eventually(
+      async () => {
+        const actors = (await cluster.listActors({ state: 'ALIVE' })).filter(
+          (a) => a.className === className && (className === 'JobSupervisor' || a.jobId === id),
+        );
+        const nodes = actors.map((a) => a.nodeId).filter((n) => n !== avoid);
+        return tc.workers.find((w) => nodes.includes(w.nodeId) && w.child.exitCode === null);
+      },
+      60_000,
+      500,
+    );
+  }
+
+  async function kill(worker: Proc, cluster?: Cluster): Promise<void> {
+    if (process.env.CLAWRAY_CHAOS_LOG && cluster) {
+      const on = (await cluster.listActors({ state: 'ALIVE' })).filter((a) => a.nodeId === worker.nodeId);
+      appendFileSync(
+        process.env.CLAWRAY_CHAOS_LOG,
+        `${new Date().toISOString().slice(11, 19)} killing ${worker.nodeId}: ${on.map((a) => a.className).join(', ')}\n`,
+      );
+    }
+    await worker.kill('SIGKILL');
+    tc.workers.splice(tc.workers.indexOf(worker), 1);
+    await tc.startWorker(WORKER);
+  }
+
+  async function supervisorNode(cluster: Cluster, id: string): Promise<string> {
+    const sup = (await cluster.listActors({ state: 'ALIVE', jobId: id })).find(
+      (a) => a.className === 'JobSupervisor',
+    );
+    return sup?.nodeId ?? '';
+  }
+
+  let jobEnded = false;
+
+  /** Submits and follows the job; a wait for a step fails at once if the job has ended. */
+  function submit(file: string, id: string) {
+    jobEnded = false;
+    const run = clawray(['job', 'submit', file, '--submission-id', id, '--json'], 900_000);
+    run.then(
+      () => {
+        jobEnded = true;
+      },
+      () => {
+        jobEnded = true;
+      },
+    );
+    return run;
+  }
+
+  async function untilStep(id: string, step: number): Promise<void> {
+    const deadline = Date.now() + 300_000;
+    while ((await stepOf(id)) < step) {
+      if (jobEnded) throw new Error(`job ${id} ended before step ${step}`);
+      if (Date.now() > deadline) throw new Error(`job ${id} did not reach step ${step}`);
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+
+  /** The summary line; with CLAWRAY_CHAOS_LOG set, the job's output goes to that file too (recovery times). */
+  function summaryOf(stdout: string) {
+    if (process.env.CLAWRAY_CHAOS_LOG) appendFileSync(process.env.CLAWRAY_CHAOS_LOG, stdout);
+    return JSON.parse(stdout.trim().split('\n').at(-1)!);
+  }
+
+  async function expectNothingLeft(cluster: Cluster, id: string, before: ReturnType<typeof freeResources>) {
+    await eventually(
+      async () => {
+        const s = await cluster.status();
+        const left = s.actors.filter((a) => a.jobId === id && a.state !== 'DEAD');
+        const now = freeResources(s);
+        return left.length === 0 && JSON.stringify(now) === JSON.stringify(before) ? true : undefined;
+      },
+      30_000,
+      500,
+    );
+    const { stdout } = await clawray(['status', '--json']);
+    const status = JSON.parse(stdout);
+    expect(status.placementGroups.filter((g: { state: string }) => g.state !== 'REMOVED')).toEqual([]);
+  }
+
+  it('survives SIGKILL of a rollout worker, a trainer worker and the head: SUCCEEDED, nothing lost or doubled', async () => {
+    const { cluster, file } = await setup('chaos');
+    const before = freeResources(await cluster.status());
+    const id = 'chaos-1';
+    const job = submit(file, id);
+
+    await untilStep(id, 2);
+    const driverNode = await supervisorNode(cluster, id);
+    await kill(await workerHosting(cluster, id, 'RolloutEngine', driverNode), cluster);
+
+    await untilStep(id, 5);
+    await kill(await workerHosting(cluster, id, 'TrainerShard', await supervisorNode(cluster, id)), cluster);
+
+    await untilStep(id, 8);
+    await tc.head!.kill('SIGKILL');
+    await tc.restartHead();
+
+    const { stdout } = await job;
+    const summary = summaryOf(stdout);
+    expect(summary).toMatchObject({ submissionId: id, status: 'SUCCEEDED', steps: STEPS });
+    expect(summary.trajectories.lost).toBe(0);
+    expect(summary.trajectories.duplicated).toBe(0);
+    expect(summary.trajectories.trained).toBeGreaterThan(0);
+    expect(summary.recoveries.engines + summary.recoveries.trainers).toBeGreaterThan(0);
+    await expectNothingLeft(cluster, id, before);
+  }, 900_000);
+
+  it('restarts the driver when its worker dies and continues from its checkpoint and streams', async () => {
+    const { cluster, file } = await setup('chaos-driver');
+    const before = freeResources(await cluster.status());
+    const id = 'chaos-2';
+    const job = submit(file, id);
+    await untilStep(id, 3);
+    await kill(await workerHosting(cluster, id, 'JobSupervisor'));
+
+    const { stdout } = await job;
+    const summary = summaryOf(stdout);
+    expect(summary).toMatchObject({ submissionId: id, status: 'SUCCEEDED', steps: STEPS });
+    expect(summary.trajectories.lost).toBe(0);
+    expect(summary.trajectories.duplicated).toBe(0);
+    const { stdout: log } = await clawray(['job', 'logs', id]);
+    expect(log).toMatch(/continuing submission chaos-2 from its checkpoint at step \d+/);
+    await expectNothingLeft(cluster, id, before);
+  }, 900_000);
+});
