@@ -1,5 +1,7 @@
+import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fixture, TestCluster } from './helpers/processes.js';
+import { distEntry } from '../common/package-root.js';
+import { eventually, fixture, TestCluster } from './helpers/processes.js';
 
 function metricsPort(output: string[]): number {
   const line = output.find((l) => /metrics on :\d+/.test(l));
@@ -57,5 +59,48 @@ describe('Prometheus metrics', () => {
     expect(text).toContain('clawray_actor_calls_total{outcome="ok",actor_class="Counter",job=""} 10');
     expect(text).toContain('clawray_actor_calls_total{outcome="error",actor_class="Counter",job=""} 1');
     expect(text).toContain('clawray_actor_call_seconds_count{actor_class="Counter",job=""} 11');
+  });
+
+  it("exports a job driver's metrics through its supervisor (CLAWRAY_JOB_METRICS_FILE)", async () => {
+    // What `clawray rljob run` does: prom-client metric JSON written to the file it is given.
+    const metric = [
+      {
+        name: 'clawray_job_steps_total',
+        help: 'Optimizer steps taken by the job',
+        type: 'counter',
+        aggregator: 'sum',
+        values: [{ value: 7, labels: { job: 'metrics-driver' } }],
+      },
+    ];
+    const script = `printf '%s' '${JSON.stringify(metric)}' > "$CLAWRAY_JOB_METRICS_FILE"; sleep 30`;
+    const submit = spawnSync(
+      process.execPath,
+      [
+        distEntry('cli/main'),
+        'job',
+        'submit',
+        '--address',
+        tc.head!.address,
+        '--no-wait',
+        '--submission-id',
+        'metrics-driver',
+        '--',
+        script,
+      ],
+      { encoding: 'utf8', env: { ...process.env, CLAWRAY_ADDRESS: '', ...tc.env } },
+    );
+    expect(submit.status).toBe(0);
+    const text = await eventually(async () => {
+      const body = await (await scrape(workerPort, tc.token)).text();
+      return body.includes('clawray_job_steps_total{job="metrics-driver"} 7') ? body : undefined;
+    }, 30_000);
+    expect(text).toContain('# TYPE clawray_job_steps_total counter');
+    spawnSync(
+      process.execPath,
+      [distEntry('cli/main'), 'job', 'stop', '--address', tc.head!.address, 'metrics-driver'],
+      {
+        env: { ...process.env, CLAWRAY_ADDRESS: '', ...tc.env },
+      },
+    );
   });
 });

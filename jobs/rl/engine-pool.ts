@@ -6,7 +6,7 @@
  * to the pool. Callers retry their work on another engine, so one engine's death costs the
  * episodes it was playing a restart, never the job.
  */
-import { sleep } from './failures.js';
+import { sleep } from '../../common/backoff.js';
 
 /** What the pool needs of an engine actor (a subset of RolloutEngine's methods). */
 export interface PoolEngine {

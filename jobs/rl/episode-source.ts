@@ -5,9 +5,10 @@
  * code failed is retried a few times and then fails the job.
  */
 import type { TrackTask } from '../../actors/envs/track.js';
+import { sleep } from '../../common/backoff.js';
 import type { TrajectoryRecord } from '../buffer/types.js';
 import { EpisodeQueue, type EpisodeTicket } from './episode-queue.js';
-import { isPeerLoss, sleep } from './failures.js';
+import { isPeerLoss } from './failures.js';
 import type { RolloutContext, RolloutSource } from './rollout-source.js';
 
 export interface EpisodeSourceOptions {

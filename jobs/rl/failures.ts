@@ -4,13 +4,7 @@
  * work elsewhere (or later). Anything else (an error thrown by an environment or a judge, a
  * configuration mistake) is the work's own failure.
  */
-import {
-  ActorDiedError,
-  ActorError,
-  ActorUnavailableError,
-  ClawrayError,
-  UnavailableError,
-} from '../../common/errors.js';
+import { ActorDiedError, ActorError, ActorUnavailableError, UnavailableError } from '../../common/errors.js';
 
 const NETWORK_CODES = new Set([
   'ECONNRESET',
@@ -35,18 +29,7 @@ export function isPeerLoss(err: unknown, depth = 0): boolean {
   if (err.name === 'CollectiveError') return true;
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string' && NETWORK_CODES.has(code)) return true;
-  if (err instanceof ClawrayError && err.retryable) return true;
+  // Not every retryable error: a busy engine (EngineBusyError) or an exhausted env pool is
+  // alive and says "later", which its caller answers (a 429, a wait), not the failover.
   return isPeerLoss(err.cause, depth + 1);
 }
-
-export const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
-  new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-    signal?.addEventListener('abort', done, { once: true });
-  });

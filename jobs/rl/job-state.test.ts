@@ -53,7 +53,7 @@ describe('JobStateStore', () => {
     const c = new JobStateStore(r, 'sub-c', 2);
     expect(c.latest()).toBeNull();
     const adopted = c.adopt('toolcall', '');
-    expect(adopted).toMatchObject({ submissionId: 'sub-c', trainerStep: 9 });
+    expect(adopted).toMatchObject({ submissionId: 'sub-c', trainerStep: 9, resumedFrom: 'sub-b/step-9' });
     expect(readdirSync(c.dir)).toContain('step-9');
     expect(c.latest()?.submissionId).toBe('sub-c');
     // Told a submission and a step: that one.

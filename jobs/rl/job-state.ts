@@ -56,6 +56,8 @@ export interface DriverState {
   history: StepRecord[];
   ledger: LedgerState;
   savedAtMs: number;
+  /** The submission (and its trainer checkpoint) this run was started from with `--resume`. */
+  resumedFrom?: string;
 }
 
 const STATE_FILE = 'driver-state.json';
@@ -118,7 +120,12 @@ export class JobStateStore {
     if (!existsSync(ckpt)) throw new NotFoundError(`--resume ${ref}: ${ckpt} is gone`, { fields: { ref } });
     linkTree(ckpt, join(this.dir, `step-${state.trainerStep}`));
     // The new run's streams are new: the source's trajectory accounting does not carry over.
-    const adopted: DriverState = { ...state, submissionId: this.submissionId, ledger: emptyLedgerState() };
+    const adopted: DriverState = {
+      ...state,
+      submissionId: this.submissionId,
+      ledger: emptyLedgerState(),
+      resumedFrom: `${source}/step-${state.trainerStep}`,
+    };
     this.save(adopted);
     return adopted;
   }

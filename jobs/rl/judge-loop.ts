@@ -5,9 +5,11 @@
  * append is idempotent by trajectory id). A judge that dies mid-vote is retried until the
  * runtime brings it back.
  */
+
+import { sleep } from '../../common/backoff.js';
 import type { TrajectoryBuffer, TrajectoryRecord } from '../buffer/types.js';
 import { groupKey } from './batches.js';
-import { isPeerLoss, sleep } from './failures.js';
+import { isPeerLoss } from './failures.js';
 import { JUDGE_GROUP } from './trajectory-ledger.js';
 
 export interface JudgeLoopOptions {

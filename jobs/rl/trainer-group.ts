@@ -8,9 +8,10 @@
 import type { ActorHandle } from '../../actors/runtime/actor-handle.js';
 import type { StepMetrics, TrainSample } from '../../actors/trainer/policy-trainer.js';
 import type { TrainerShard } from '../../actors/trainer/trainer-shard.js';
+import { sleep } from '../../common/backoff.js';
 import { ClawrayError } from '../../common/errors.js';
 import { shardSamples } from './batches.js';
-import { isPeerLoss, sleep } from './failures.js';
+import { isPeerLoss } from './failures.js';
 
 /** Every rank restarted and no checkpoint holds the step the job is at: the driver must resume. */
 export class TrainerStateLostError extends ClawrayError {
