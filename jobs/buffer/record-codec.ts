@@ -12,9 +12,10 @@
  * Validation happens here, once, in the same pass that fills the byte arrays.
  */
 import { endianness } from 'node:os';
-import { Packr, Unpackr } from 'msgpackr';
+import { Unpackr } from 'msgpackr';
 import { ConfigError } from '../../common/errors.js';
-import { parseTrajectoryRecord, RecordRestSchema, type TrajectoryRecord } from './types.js';
+import { MsgpackWriter, packr } from './msgpack-writer.js';
+import { parseRecordRest, parseTrajectoryRecord, type TrajectoryRecord } from './types.js';
 
 export const TRAJECTORY_FIELD = 't';
 export const PAYLOAD_FIELD = 'p';
@@ -24,8 +25,6 @@ export const LEGACY_JSON_FIELD = 'record';
 const MAX_TOKEN_ID = 0xffff_ffff;
 const BIG_ENDIAN = endianness() === 'BE';
 
-// Plain msgpack (no record extension), so any msgpack reader can decode an entry.
-const packr = new Packr({ useRecords: false });
 const unpackr = new Unpackr({ useRecords: false });
 
 export interface EncodedRecord {
@@ -39,7 +38,7 @@ export interface EncodedRecord {
  * the arrays are written straight into it: no allocation per record.
  */
 export function encodeRecords(values: readonly unknown[]): EncodedRecord[] {
-  const out = new BatchWriter(values.length * 4096);
+  const out = new MsgpackWriter(values.length * 4096);
   const ranges: [trajectoryId: string, start: number, end: number][] = [];
   for (const value of values) {
     const start = out.pos;
@@ -63,85 +62,35 @@ const KEY_TOKENS = Buffer.from(packr.pack('tokenIds'));
 const KEY_LOGPROBS = Buffer.from(packr.pack('logprobs'));
 
 /**
- * Appends one record as a msgpack map: the schema-checked rest of the record packed by
- * msgpackr, then the three arrays as `bin` values, the map header counting them in.
+ * Appends one record as a msgpack map: the checked rest of the record (as the schema outputs
+ * it), then the three arrays as `bin` values.
  */
-function writeRecord(out: BatchWriter, value: unknown): string {
+function writeRecord(out: MsgpackWriter, value: unknown): string {
   const v = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>;
   const { promptTokenIds, tokenIds, logprobs } = v;
   if (!Array.isArray(promptTokenIds) || !Array.isArray(tokenIds) || !Array.isArray(logprobs)) {
     return fail(value);
   }
   if (logprobs.length !== tokenIds.length) return fail(value);
-  const rest = RecordRestSchema.safeParse(v);
-  if (!rest.success) return fail(value);
-  const packedRest = packr.pack(rest.data); // a view of msgpackr's buffer: copied at once
-  // Its map header (fixmap 0x8n or map16 0xde n) gives way to a map16 counting the arrays in.
-  const first = packedRest[0];
-  const header = (first & 0xf0) === 0x80 ? 1 : first === 0xde ? 3 : 0;
-  if (header === 0) {
-    throw new ConfigError(`cannot encode trajectory record ${JSON.stringify(rest.data.trajectoryId)}`);
-  }
-  const keys = header === 1 ? first & 0x0f : packedRest.readUInt16BE(1);
+  const rest = parseRecordRest(v) as Record<string, unknown> | undefined;
+  if (rest === undefined) return fail(value);
   const np = promptTokenIds.length;
   const nt = tokenIds.length;
-  out.reserve(packedRest.length + 64 + 8 * nt + 4 * (np + nt));
-  out.buf[out.pos] = 0xde;
-  out.buf.writeUInt16BE(keys + 3, out.pos + 1);
-  out.buf.set(packedRest.subarray(header), out.pos + 3);
-  out.pos += 3 + packedRest.length - header;
   if (np > u32.length || nt > u32.length) u32 = new Uint32Array(Math.max(np, nt) * 2);
   if (nt > f64.length) f64 = new Float64Array(nt * 2);
+  const keys = Object.keys(rest);
+  out.mapHeader(keys.length + 3);
+  for (const key of keys) {
+    out.value(key);
+    out.value(rest[key]);
+  }
   if (!fillUint32(u32, promptTokenIds)) return fail(value, 'promptTokenIds');
   out.bin(KEY_PROMPT, u32, 4 * np, 4);
   if (!fillUint32(u32, tokenIds)) return fail(value, 'tokenIds');
   out.bin(KEY_TOKENS, u32, 4 * nt, 4);
   if (!fillFloat64(f64, logprobs)) return fail(value);
   out.bin(KEY_LOGPROBS, f64, 8 * nt, 8);
-  return rest.data.trajectoryId;
-}
-
-/** A growing output buffer. */
-class BatchWriter {
-  buf: Buffer;
-  pos = 0;
-
-  constructor(bytes: number) {
-    this.buf = Buffer.allocUnsafe(bytes);
-  }
-
-  reserve(bytes: number): void {
-    if (this.pos + bytes <= this.buf.length) return;
-    const bigger = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + bytes));
-    this.buf.copy(bigger, 0, 0, this.pos);
-    this.buf = bigger;
-  }
-
-  /** `key` then the first `bytes` bytes of `values` as a msgpack bin, little-endian. */
-  bin(key: Buffer, values: Uint32Array | Float64Array, bytes: number, width: 4 | 8): void {
-    const b = this.buf;
-    b.set(key, this.pos);
-    let p = this.pos + key.length;
-    if (bytes < 0x100) {
-      b[p++] = 0xc4;
-      b[p++] = bytes;
-    } else if (bytes < 0x10000) {
-      b[p++] = 0xc5;
-      b.writeUInt16BE(bytes, p);
-      p += 2;
-    } else {
-      b[p++] = 0xc6;
-      b.writeUInt32BE(bytes, p);
-      p += 4;
-    }
-    b.set(new Uint8Array(values.buffer, values.byteOffset, bytes), p);
-    if (BIG_ENDIAN) {
-      const view = b.subarray(p, p + bytes);
-      if (width === 8) view.swap64();
-      else view.swap32();
-    }
-    this.pos = p + bytes;
-  }
+  return rest.trajectoryId as string;
 }
 
 /** Decodes an entry's record field (either format). Stored records were validated on append. */

@@ -112,6 +112,9 @@ export class RedisTrajectoryBuffer implements TrajectoryBuffer {
   private readonly maxLen: number;
   private readonly maxDeliveries: number;
   private closed = false;
+  /** Payload keys are `<payloadPrefix><call>:<i>`: random per handle, so handles never collide. */
+  private readonly payloadPrefix = randomBytes(9).toString('base64url');
+  private appendCalls = 0;
 
   constructor(url: string, options: RedisBufferOptions = {}) {
     this.keys = bufferKeys(options.cluster, options.name);
@@ -143,14 +146,17 @@ export class RedisTrajectoryBuffer implements TrajectoryBuffer {
   /** One MULTI: the records into the payloads hash, then the append script (see the header). */
   private async appendChunk(chunk: readonly EncodedRecord[]): Promise<string[]> {
     const { stream, ids, stats, payloads } = this.keys;
-    // Payload keys unique to this call, so a duplicate's payload never overwrites the original's.
-    const nonce = randomBytes(9).toString('base64url');
-    const hset: Arg[] = [];
-    const script: Arg[] = [this.maxLen];
+    // Payload keys unique to this call, so a duplicate's payload never overwrites the original's:
+    // this handle's random prefix and a call counter; the script builds the same keys.
+    const prefix = `${this.payloadPrefix}${(this.appendCalls++).toString(36)}:`;
+    const hset = new Array<Arg>(2 * chunk.length);
+    const script = new Array<Arg>(2 + chunk.length);
+    script[0] = this.maxLen;
+    script[1] = prefix;
     for (let i = 0; i < chunk.length; i++) {
-      const key = `${nonce}:${i}`;
-      hset.push(key, chunk[i].bytes);
-      script.push(chunk[i].trajectoryId, key);
+      hset[2 * i] = prefix + i;
+      hset[2 * i + 1] = chunk[i].bytes;
+      script[2 + i] = chunk[i].trajectoryId;
     }
     const multi = this.redis.multi().hset(payloads, ...hset) as unknown as AppendPipeline;
     const replies = await multi.clawrayBufferAppend(stream, ids, stats, payloads, ...script).exec();

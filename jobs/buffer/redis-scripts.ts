@@ -43,21 +43,23 @@ end
 const TRIM_CHUNK = 1000;
 
 /**
- * KEYS: stream, ids hash, stats hash, payloads hash. ARGV: maxLen (0 = none), then
- * trajectoryId, payload key pairs; the records are already in the payloads hash under those
- * keys (same MULTI). One HMGET looks every id up, one XADD per new record, one HSET stores the
- * new ids. A duplicate (already stored, or twice in the batch) gets the existing entry id and
- * its payload is dropped. Trimming past maxLen deletes the trimmed entries' payloads too.
+ * KEYS: stream, ids hash, stats hash, payloads hash. ARGV: maxLen (0 = none), a payload key
+ * prefix, then the trajectoryIds; the i-th record (from 0) is already in the payloads hash under
+ * `<prefix><i>` (same MULTI; the key is built here rather than sent twice). One HMGET looks
+ * every id up, one XADD per new record, one HSET stores the new ids. A duplicate (already
+ * stored, or twice in the batch) gets the existing entry id and its payload is dropped.
+ * Trimming past maxLen deletes the trimmed entries' payloads too.
  */
 export const APPEND_SCRIPT = `
 local maxlen = tonumber(ARGV[1])
-local n = (#ARGV - 1) / 2
+local prefix = ARGV[2]
+local n = #ARGV - 2
 local tids = {}
-for i = 1, n do tids[i] = ARGV[2 * i] end
+for i = 1, n do tids[i] = ARGV[i + 2] end
 local existing = redis.call('HMGET', KEYS[2], unpack(tids))
 local seen, fresh, orphans, out = {}, {}, {}, {}
 for i = 1, n do
-  local tid, key = tids[i], ARGV[2 * i + 1]
+  local tid, key = tids[i], prefix .. (i - 1)
   local id = existing[i] or seen[tid]
   if id then
     orphans[#orphans + 1] = key

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { ConfigError } from '../../common/errors.js';
+import { checkRecordRest } from './record-rest.js';
 
 /** A chat message as OpenClaw-RL records it (`role`, `content`, tool calls, ...); extra keys kept. */
 export const MessageSchema = z.looseObject({
@@ -50,6 +51,17 @@ export const TrajectoryRecordSchema = RecordShape.superRefine((r, ctx) => {
 /** Every field but the three long number arrays, which are checked by hand (see `fastParse`). */
 export const RecordRestSchema = RecordShape.omit({ promptTokenIds: true, tokenIds: true, logprobs: true });
 export type RecordRest = z.infer<typeof RecordRestSchema>;
+
+/**
+ * The record's small fields as the schema outputs them, or undefined if it refuses them: the
+ * hand check (record-rest.ts) for ordinary records, the schema for anything else.
+ */
+export function parseRecordRest(value: unknown): RecordRest | undefined {
+  const fast = checkRecordRest(value);
+  if (fast !== undefined) return fast;
+  const rest = RecordRestSchema.safeParse(value);
+  return rest.success ? rest.data : undefined;
+}
 
 export type TrajectoryRecord = z.infer<typeof TrajectoryRecordSchema>;
 
@@ -222,7 +234,7 @@ export interface TrajectoryBuffer {
 
 /**
  * The long number arrays checked by hand while they are copied (zod costs ~60 µs on a
- * 200-token record), the rest by the schema. Returns undefined when anything is off, so the full
+ * 200-token record), the rest by `parseRecordRest`. Returns undefined when anything is off, so the full
  * parse reports the error.
  */
 function fastParse(value: unknown): TrajectoryRecord | undefined {
@@ -234,9 +246,9 @@ function fastParse(value: unknown): TrajectoryRecord | undefined {
   if (promptTokenIds === undefined || tokenIds === undefined || logprobs === undefined) return undefined;
   if (logprobs.length !== tokenIds.length) return undefined;
   // The rest schema strips unknown keys (the arrays among them) as the full schema would.
-  const rest = RecordRestSchema.safeParse(v);
-  if (!rest.success) return undefined;
-  return { ...rest.data, promptTokenIds, tokenIds, logprobs };
+  const rest = parseRecordRest(v);
+  if (rest === undefined) return undefined;
+  return { ...rest, promptTokenIds, tokenIds, logprobs };
 }
 
 function copyTokenIds(a: unknown): number[] | undefined {
