@@ -13,57 +13,29 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initRandomModel } from '../actors/models/model-init.js';
-import type { ChatMessage, ChatModel, ToolCall, ToolSchema } from '../actors/rollout/chat-model.js';
 import { createOpenAiServer } from '../actors/rollout/openai-server.js';
-import {
-  ContextLengthError,
-  EngineBusyError,
-  type GenerateRequest,
-  type GenerateResult,
-} from '../actors/rollout/rollout-engine.js';
+import { ContextLengthError, EngineBusyError } from '../actors/rollout/rollout-engine.js';
 import type { RolloutEngine } from '../actors/rollout/rollout-engine-actor.js';
 import { RolloutModel } from '../actors/rollout/rollout-model.js';
 import type { ActorHandle } from '../actors/runtime/actor-handle.js';
 import type { Cluster } from '../actors/runtime/cluster.js';
 import { ActorError, CallCancelledError, errorOfClass, isRetryable } from '../common/errors.js';
+import { ChatCodec } from '../jobs/rl/chat-codec.js';
+import { EnginePool } from '../jobs/rl/engine-pool.js';
+import { RemoteChatModel } from '../jobs/rl/remote-chat-model.js';
 import { eventually, TestCluster } from './helpers/processes.js';
 
 /**
- * The personal track's shape: templating here, generation on a remote engine actor, the
- * request's signal passed on as the call's signal (so a client that leaves cancels the call).
+ * The personal track's model: the RL job's own RemoteChatModel over an engine pool of one
+ * remote engine, with templating here; the request's signal becomes the call's signal.
  */
-class RemoteEngineModel implements ChatModel {
-  constructor(
-    private readonly local: RolloutModel,
-    private readonly engine: ActorHandle<RolloutEngine>,
-  ) {}
-  get id(): string {
-    return this.local.id;
-  }
-  get weightVersion(): number {
-    return this.local.weightVersion;
-  }
-  encodeChat(messages: ChatMessage[], tools?: ToolSchema[]): number[] {
-    return this.local.encodeChat(messages, tools);
-  }
-  decode(tokenIds: number[]): string {
-    return this.local.decode(tokenIds);
-  }
-  tokenText(tokenId: number): string {
-    return this.local.tokenText(tokenId);
-  }
-  parseToolCalls(text: string): { content: string; toolCalls: ToolCall[] } {
-    return this.local.parseToolCalls(text);
-  }
-  async generate(request: GenerateRequest): Promise<GenerateResult> {
-    const { onToken, signal, ...wire } = request;
-    const view = signal ? this.engine.options({ signal }) : this.engine;
-    const result = await view.call('generate', wire);
-    result.tokenIds.forEach((tokenId, i) => {
-      onToken?.({ tokenId, logprob: result.logprobs[i] });
-    });
-    return result;
-  }
+function remoteModel(modelDir: string, engine: ActorHandle<RolloutEngine>): RemoteChatModel {
+  const pool = new EnginePool([engine], {
+    publish: async () => {
+      throw new Error('these tests publish no weights');
+    },
+  });
+  return new RemoteChatModel('tiny', new ChatCodec(modelDir), pool);
 }
 
 async function listen(app: FastifyInstance): Promise<string> {
@@ -128,7 +100,7 @@ describe('cancellation and error types of rollout engines', () => {
     ]);
     await Promise.all([engine.remote.ready(), busy.remote.ready()]);
     longPrompt = local.encodeChat([{ role: 'user', content: 'count forever' }]);
-    for (const model of [local, new RemoteEngineModel(local, engine), new RemoteEngineModel(local, busy)]) {
+    for (const model of [local, remoteModel(modelDir, engine), remoteModel(modelDir, busy)]) {
       servers.push(createOpenAiServer({ model }));
     }
     [localAddress, remoteAddress, busyAddress] = await Promise.all(servers.map(listen));
