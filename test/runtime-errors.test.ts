@@ -6,6 +6,11 @@
 import { describe, expect, it } from 'vitest';
 import { CollectiveError } from '../actors/collective/errors.js';
 import { LeaseBusyError, LeaseNotFoundError, PoolExhaustedError } from '../actors/envs/env-pool.js';
+import { ElementLookupError } from '../actors/envs/gui/accessibility.js';
+import { ActionError } from '../actors/envs/gui/actions.js';
+import { ChatEndpointError } from '../actors/envs/personal/user-session.js';
+import { GitError } from '../actors/envs/swe/git.js';
+import { CalculatorError } from '../actors/envs/toolcall/calculator.js';
 import {
   ContextLengthError,
   EngineBusyError,
@@ -24,6 +29,7 @@ import {
   registeredErrorClass,
   toErrorInfo,
 } from '../common/errors.js';
+import { TarFormatError } from '../jobs/package/tar.js';
 import { PackageTooLargeError } from '../jobs/package/working-dir.js';
 
 const overTheWire = (err: unknown): Error => fromErrorInfo(JSON.parse(JSON.stringify(toErrorInfo(err))));
@@ -37,6 +43,10 @@ const classes: Array<[ErrorClass, boolean, Record<string, string | number>]> = [
   [PoolExhaustedError, true, { parallel: 4 }],
   [LeaseBusyError, false, { leaseId: 'l-2' }],
   [PackageTooLargeError, false, { bytes: 1e9 }],
+  [CalculatorError, false, {}],
+  [ActionError, false, { ref: 'e12' }],
+  [ElementLookupError, false, { ref: 'e13' }],
+  [TarFormatError, false, { entry: 'a/b' }],
 ];
 
 describe('error classes registered in their own modules', () => {
@@ -79,5 +89,18 @@ describe('error classes registered in their own modules', () => {
   it('keeps its parent class for a subclass (ContextLengthError is a ConfigError; LeaseNotFoundError a NotFoundError)', () => {
     expect(overTheWire(new LeaseNotFoundError('gone'))).toBeInstanceOf(NotFoundError);
     expect(toErrorInfo(new ContextLengthError('long')).ancestors).toEqual(['ConfigError', 'ClawrayError']);
+  });
+});
+
+describe("environments' errors with constructors of their own", () => {
+  it('GitError and ChatEndpointError keep their class, fields and retryable', () => {
+    const git = overTheWire(new GitError(['apply', 'x.patch'], 1, 'error: patch failed')) as GitError;
+    expect(git).toBeInstanceOf(GitError);
+    expect(git.fields).toMatchObject({ args: 'apply x.patch', exitCode: 1, stderr: 'error: patch failed' });
+    const busy = overTheWire(new ChatEndpointError(429, 'rate limited')) as ChatEndpointError;
+    expect(busy).toBeInstanceOf(ChatEndpointError);
+    expect(busy.retryable).toBe(true);
+    expect(busy.fields.status).toBe(429);
+    expect((overTheWire(new ChatEndpointError(400, 'bad')) as ChatEndpointError).retryable).toBe(false);
   });
 });

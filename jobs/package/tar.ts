@@ -4,6 +4,7 @@
  * but the reader takes only those three kinds: anything else (hard links, devices, GNU
  * extensions) is refused rather than guessed at, because archives come from other machines.
  */
+import { ClawrayError, registerErrorClass } from '../../common/errors.js';
 
 export const BLOCK = 512;
 
@@ -25,9 +26,8 @@ export interface TarEntry extends TarHeader {
 }
 
 /** The archive is not one this reader takes: truncated, corrupt, or of a kind it refuses. */
-export class TarFormatError extends Error {
-  override name = 'TarFormatError';
-}
+export class TarFormatError extends ClawrayError {}
+registerErrorClass(TarFormatError);
 
 const NAME_LEN = 100;
 const MAX_OCTAL_SIZE = 0o77777777777;

@@ -6,6 +6,7 @@
  * role and accessible name as the tree prints them (`button "Submit"`), or by the name alone.
  */
 import type { Locator, Page } from 'playwright-core';
+import { ClawrayError, registerErrorClass } from '../../../common/errors.js';
 
 /** One node of `ariaSnapshotJSON({ mode: 'ai' })`. */
 interface AriaNode {
@@ -26,7 +27,8 @@ export async function accessibilityTree(page: Page, options: TreeOptions = {}): 
 }
 
 /** A well-formed request that names no element (or several) on the page as it is now. */
-export class ElementLookupError extends Error {}
+export class ElementLookupError extends ClawrayError {}
+registerErrorClass(ElementLookupError);
 
 export interface ResolvedElement {
   locator: Locator;

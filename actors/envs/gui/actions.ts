@@ -7,6 +7,7 @@
  */
 import type { Page } from 'playwright-core';
 import { z } from 'zod';
+import { ClawrayError, registerErrorClass } from '../../../common/errors.js';
 import type { ToolSchema } from '../environment.js';
 import { ElementLookupError, type ResolvedElement, resolveElement } from './accessibility.js';
 import type { Viewport } from './browser.js';
@@ -126,7 +127,9 @@ export function isGuiToolName(name: string): name is GuiToolName {
 }
 
 /** A well-formed call the page could not carry out; its message is the tool's answer. */
-export class ActionError extends Error {}
+/** An action the page could not carry out (an agent's mistake: the episode goes on). */
+export class ActionError extends ClawrayError {}
+registerErrorClass(ActionError);
 
 export interface ActionContext {
   viewport: Viewport;

@@ -9,6 +9,7 @@
  * each reply with the user's reaction to it as `next_state`.
  */
 import { Backoff, sleep } from '../../../common/backoff.js';
+import { ClawrayError, registerErrorClass } from '../../../common/errors.js';
 import { chatCompletionsUrl } from '../../judge/llm-judge.js';
 import type { ChatMessage } from '../environment.js';
 import { fnv1a } from '../track.js';
@@ -112,15 +113,17 @@ export function requestSeed(seed: number, context: TurnContext): number {
 /** An HTTP status the server may stop giving if asked again a little later. */
 const RETRYABLE = new Set([429, 503]);
 
-export class ChatEndpointError extends Error {
+export class ChatEndpointError extends ClawrayError {
   constructor(
     readonly status: number,
     message: string,
   ) {
-    super(message);
-    this.name = 'ChatEndpointError';
+    super(message, { fields: { status } });
+    // Rate limits and server errors may pass; a 4xx for the request itself will not.
+    (this as { retryable: boolean }).retryable = status === 429 || status >= 500;
   }
 }
+registerErrorClass(ChatEndpointError);
 
 /** The headers OpenClaw's gateway adds to a request of an RL session. */
 export function sessionHeaders(

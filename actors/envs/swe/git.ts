@@ -8,6 +8,7 @@
  * are reproducible: no system or global config, a fixed identity and date.
  */
 import { spawn } from 'node:child_process';
+import { ClawrayError, registerErrorClass } from '../../../common/errors.js';
 
 export const GIT = 'git';
 
@@ -29,15 +30,18 @@ export const ISOLATED_GIT_ENV: Readonly<Record<string, string>> = {
   LC_ALL: 'C',
 };
 
-export class GitError extends Error {
+export class GitError extends ClawrayError {
   constructor(
     readonly args: readonly string[],
     readonly code: number | null,
     readonly stderr: string,
   ) {
-    super(`git ${args.join(' ')} failed (exit ${code}): ${stderr.trim().split('\n').slice(-3).join(' / ')}`);
+    super(`git ${args.join(' ')} failed (exit ${code}): ${stderr.trim().split('\n').slice(-3).join(' / ')}`, {
+      fields: { args: args.join(' '), exitCode: code, stderr: stderr.slice(-2000) },
+    });
   }
 }
+registerErrorClass(GitError);
 
 export interface GitOptions {
   cwd: string;

@@ -13,12 +13,13 @@
  * MAX_EXPRESSION_LENGTH or nested deeper than MAX_DEPTH) is a CalculatorError.
  */
 
+import { ClawrayError, registerErrorClass } from '../../../common/errors.js';
+
 export const MAX_EXPRESSION_LENGTH = 1000;
 export const MAX_DEPTH = 100;
 
-export class CalculatorError extends Error {
-  override name = 'CalculatorError';
-}
+export class CalculatorError extends ClawrayError {}
+registerErrorClass(CalculatorError);
 
 type Token = { kind: 'num'; value: number; pos: number } | { kind: 'op'; value: string; pos: number };
 
