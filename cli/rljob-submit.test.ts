@@ -102,6 +102,10 @@ describe("job submit MANIFEST: reading the driver's log", () => {
       trajectories: { produced: 12, judged: 12, trained: 12, dropped: { stale: 0 }, lost: 0, duplicated: 0 },
       recoveries: { engines: 1, trainers: 0 },
     });
-    expect(JSON.parse(rljobSummaryLine(job, null))).toMatchObject({ steps: 0, trajectories: null, recoveries: null });
+    expect(JSON.parse(rljobSummaryLine(job, null))).toMatchObject({
+      steps: 0,
+      trajectories: null,
+      recoveries: null,
+    });
   });
 });

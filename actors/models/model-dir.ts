@@ -152,14 +152,18 @@ export function loadModelDir(dir: string, options: LoadModelDirOptions = {}): Mo
   return { dir, config, dims: d, weights, tokenizer, chatTemplate, generationConfig, eosTokenIds: eosIds };
 }
 
-/** The token ids of a chat prompt: the model's chat template with the generation prompt. */
-export function encodeChatPrompt(model: ModelDir, messages: ChatMessage[], tools?: ToolSchema[]): number[] {
+/** The text of a chat prompt: the model's chat template with the generation prompt. */
+export function renderChatPrompt(model: ModelDir, messages: ChatMessage[], tools?: ToolSchema[]): string {
   if (!model.chatTemplate) {
     throw new ConfigError(
       `${model.dir} has no chat template (tokenizer_config.json chat_template); it is a base model`,
       { fields: { modelDir: model.dir } },
     );
   }
-  const text = model.chatTemplate.render({ messages, tools, addGenerationPrompt: true });
-  return model.tokenizer.encode(text, { addSpecialTokens: false });
+  return model.chatTemplate.render({ messages, tools, addGenerationPrompt: true });
+}
+
+/** The token ids of a chat prompt: the model's chat template with the generation prompt. */
+export function encodeChatPrompt(model: ModelDir, messages: ChatMessage[], tools?: ToolSchema[]): number[] {
+  return model.tokenizer.encode(renderChatPrompt(model, messages, tools), { addSpecialTokens: false });
 }

@@ -8,11 +8,13 @@ import {
   JsonlTurnSink,
   MemoryTurnSink,
   parseCaptureContext,
+  sessionFromPromptCacheKey,
   type TurnOutcome,
   type TurnRecord,
   TurnRecorder,
 } from './capture-recorder.js';
 import type { ChatMessage } from './chat-model.js';
+import { SideCallClassifier } from './side-calls.js';
 
 const main = (sessionId: string, extra: Partial<CaptureContext> = {}): CaptureContext => ({
   sessionId,
@@ -43,15 +45,23 @@ describe('parseCaptureContext', () => {
   it('reads the headers, falling back to the body keys', () => {
     expect(
       parseCaptureContext({ 'x-session-id': ' s1 ', 'x-turn-type': 'SIDE', 'x-session-done': 'yes' }, {}),
-    ).toEqual({ sessionId: 's1', turnType: 'side', turnTypeDefaulted: false, done: true });
+    ).toEqual({
+      sessionId: 's1',
+      sessionSource: 'header',
+      turnType: 'side',
+      turnTypeDefaulted: false,
+      done: true,
+    });
     expect(parseCaptureContext({}, { session_id: 's2', turn_type: 'main', session_done: 1 })).toEqual({
       sessionId: 's2',
+      sessionSource: 'body',
       turnType: 'main',
       turnTypeDefaulted: false,
       done: true,
     });
     expect(parseCaptureContext({ 'x-session-id': 'h' }, { session_id: 'b', session_done: 'off' })).toEqual({
       sessionId: 'h',
+      sessionSource: 'header',
       turnType: 'main',
       turnTypeDefaulted: true,
       done: false,
@@ -59,7 +69,50 @@ describe('parseCaptureContext', () => {
     expect(parseCaptureContext({}, {})).toEqual({ turnType: 'main', turnTypeDefaulted: true, done: false });
   });
 
-  it('refuses values it cannot read', () => {
+  it("takes OpenClaw's prompt_cache_key last, and a session key before everything", () => {
+    expect(parseCaptureContext({}, { prompt_cache_key: 'agent:main:abc-123:7' })).toMatchObject({
+      sessionId: 'agent:main:abc-123',
+      sessionSource: 'prompt_cache_key',
+    });
+    expect(sessionFromPromptCacheKey('plain-key')).toBe('plain-key');
+    expect(parseCaptureContext({}, { session_id: 'b', prompt_cache_key: 'c:1' }).sessionId).toBe('b');
+    expect(parseCaptureContext({}, { prompt_cache_key: 'c:1' }, { keySession: 'k' })).toMatchObject({
+      sessionId: 'k',
+      sessionSource: 'api_key',
+    });
+    expect(parseCaptureContext({ 'x-session-id': 'k' }, {}, { keySession: 'k' }).sessionId).toBe('k');
+    // A key's holder may not file turns under somebody else's session.
+    expect(() => parseCaptureContext({ 'x-session-id': 'other' }, {}, { keySession: 'k' })).toThrow(
+      /X-Session-Id 'other' is not the session of this request's API key/,
+    );
+    expect(() => parseCaptureContext({}, { session_id: 'other' }, { keySession: 'k' })).toThrow(/session_id/);
+  });
+
+  it('recognises side calls by their markers only when no turn type was sent', () => {
+    const sideCalls = new SideCallClassifier();
+    const flush: ChatMessage[] = [
+      { role: 'system', content: 'You are a personal assistant. Reply HEARTBEAT_OK to heartbeat polls.' },
+      { role: 'user', content: 'Pre-compaction memory flush. Store durable memories now.' },
+    ];
+    expect(parseCaptureContext({ 'x-session-id': 's' }, {}, { messages: flush, sideCalls })).toMatchObject({
+      turnType: 'side',
+      turnTypeDefaulted: false,
+      sideKind: 'memory_flush',
+    });
+    expect(
+      parseCaptureContext({ 'x-session-id': 's', 'x-turn-type': 'main' }, {}, { messages: flush, sideCalls }),
+    ).toMatchObject({ turnType: 'main' });
+    // The system prompt's mention of heartbeats does not make an ordinary turn a side call.
+    const ordinary: ChatMessage[] = [flush[0], { role: 'user', content: 'What is on my calendar?' }];
+    expect(parseCaptureContext({ 'x-session-id': 's' }, {}, { messages: ordinary, sideCalls })).toMatchObject(
+      {
+        turnType: 'main',
+        turnTypeDefaulted: true,
+      },
+    );
+  });
+
+  it('refuses malformed values, naming the header or key', () => {
     expect(() => parseCaptureContext({ 'x-turn-type': 'primary' })).toThrow(ConfigError);
     expect(() => parseCaptureContext({}, { turn_type: 'x' })).toThrow(/turn_type/);
     expect(() => parseCaptureContext({ 'x-session-done': 'maybe' })).toThrow(/X-Session-Done/);

@@ -1,10 +1,16 @@
 /**
- * RL capture for the OpenAI-compatible server, compatible with OpenClaw-RL's gateway headers:
+ * RL capture for the OpenAI-compatible server. A request's session is, first found wins:
  *
- * - `X-Session-Id` (or body `session_id`): the conversation a turn belongs to.
- * - `X-Turn-Type` (or body `turn_type`): `main` turns are trained on, `side` turns (memory
- *   flushes, summaries, anything not part of the agent's own trajectory) are served only.
- * - `X-Session-Done` (or body `session_done`): `1|true|yes|on` ends the session.
+ * - a per-session API key (`Authorization: Bearer <key>` from `POST /rl/start_session`, AReaL's
+ *   model): the key names its session, and nothing in the request may name another;
+ * - `X-Session-Id`, then body `session_id` (OpenClaw-RL's gateway headers);
+ * - body `prompt_cache_key` (what current OpenClaw sends, `"<sessionId>:<n>"` → `<sessionId>`,
+ *   when its provider model sets `compat.supportsPromptCacheKey`).
+ *
+ * `X-Turn-Type` (or body `turn_type`): `main` turns are trained on, `side` turns (memory
+ * flushes, summaries, anything not part of the agent's own trajectory) are served only. A
+ * request without it is matched against the side-call markers (side-calls.ts) and is a main
+ * turn otherwise. `X-Session-Done` (or body `session_done`): `1|true|yes|on` ends the session.
  *
  * Headers win over body keys. The record of main turn k is completed with `next_state`: the
  * LAST message of the session's next main request (the user's reply or the tool result that
@@ -13,16 +19,18 @@
  * `session_done` true), when the session is evicted for being idle, or at shutdown.
  *
  * Differences from OpenClaw-RL, on purpose:
- * - A missing turn type defaults to `main`, with a counter and one warning per session.
- *   OpenClaw-RL defaults to `side`, which silently trains on nothing when a gateway does not
- *   send the header (its issues #31 and #36: every turn logged as `unknown`/`side`).
+ * - A missing turn type defaults to `main` (after the side-call markers), with a counter and
+ *   one warning per session. OpenClaw-RL defaults to `side`, which silently trains on nothing
+ *   when a gateway does not send the header (its issues #31 and #36: every turn logged as
+ *   `unknown`/`side`).
  * - A missing session id is served but not recorded (and counted): OpenClaw-RL files such
  *   turns under one `"unknown"` session, chaining unrelated conversations into each other.
  * - Records carry the engine's own prompt token ids, sampled token ids and logprobs; nothing
  *   is re-rendered or re-tokenized (OpenClaw-RL re-tokenizes and pads/truncates logprobs to
  *   fit, a source of train/rollout drift).
  * - The last turn of a done session is kept (with `next_state` null, `session_done` true)
- *   rather than dropped, so the trainer decides what to do with it.
+ *   rather than dropped, so the judge and the trainer decide what to do with it (explicit
+ *   feedback can still score it).
  */
 import { appendFile, mkdir } from 'node:fs/promises';
 import type { IncomingHttpHeaders } from 'node:http';
@@ -30,6 +38,7 @@ import { dirname } from 'node:path';
 import { ConfigError } from '../../common/errors.js';
 import { type Logger, silentLogger } from '../../common/logger.js';
 import type { ChatMessage, ToolCall, ToolSchema } from './chat-model.js';
+import type { SideCallClassifier } from './side-calls.js';
 
 export type TurnType = 'main' | 'side';
 
@@ -42,13 +51,35 @@ export interface CaptureContext {
   turnTypeDefaulted: boolean;
   /** `X-Session-Done` / `session_done` was true. */
   done: boolean;
+  /** Where the session id came from. */
+  sessionSource?: SessionSource;
+  /** A side call recognised by its markers (no turn type was sent): its kind. */
+  sideKind?: string;
 }
+
+export type SessionSource = 'api_key' | 'header' | 'body' | 'prompt_cache_key';
 
 /** The RL keys a chat request body may carry (same meaning as the headers). */
 export interface CaptureBodyKeys {
   session_id?: unknown;
   turn_type?: unknown;
   session_done?: unknown;
+  prompt_cache_key?: unknown;
+}
+
+/** What identifies a request beyond its headers and body keys. */
+export interface CaptureExtras {
+  /** The session a per-session API key belongs to. */
+  keySession?: string;
+  /** The request's messages, for the side-call markers. */
+  messages?: readonly ChatMessage[];
+  sideCalls?: SideCallClassifier;
+}
+
+/** `"<sessionId>:<n>"` (OpenClaw's) → `<sessionId>`; any other key is the session id itself. */
+export function sessionFromPromptCacheKey(key: string): string {
+  const m = /^(.+):\d+$/.exec(key);
+  return (m ? m[1] : key).trim();
 }
 
 const MAX_SESSION_ID_LENGTH = 512;
@@ -86,12 +117,46 @@ export function parseFlag(value: unknown, param: string): boolean {
 export function parseCaptureContext(
   headers: IncomingHttpHeaders,
   body: CaptureBodyKeys = {},
+  extras: CaptureExtras = {},
 ): CaptureContext {
-  let sessionId: string | undefined = header(headers, 'x-session-id');
+  let sessionId: string | undefined;
   let sessionParam = 'X-Session-Id';
-  if (!sessionId && (typeof body.session_id === 'string' || typeof body.session_id === 'number')) {
-    sessionId = String(body.session_id).trim();
+  let sessionSource: SessionSource | undefined;
+  const fromHeader = header(headers, 'x-session-id');
+  const fromBody =
+    typeof body.session_id === 'string' || typeof body.session_id === 'number'
+      ? String(body.session_id).trim()
+      : undefined;
+  const fromCacheKey =
+    typeof body.prompt_cache_key === 'string' && body.prompt_cache_key.trim()
+      ? sessionFromPromptCacheKey(body.prompt_cache_key)
+      : undefined;
+  if (extras.keySession !== undefined) {
+    // The key is the credential: a request may not file itself under somebody else's session.
+    for (const [named, param] of [
+      [fromHeader, 'X-Session-Id'],
+      [fromBody, 'session_id'],
+    ] as const) {
+      if (named && named !== extras.keySession) {
+        throw new ConfigError(
+          `${param} '${named}' is not the session of this request's API key ('${extras.keySession}'); send one or the other`,
+          { fields: { param } },
+        );
+      }
+    }
+    sessionId = extras.keySession;
+    sessionSource = 'api_key';
+  } else if (fromHeader) {
+    sessionId = fromHeader;
+    sessionSource = 'header';
+  } else if (fromBody) {
+    sessionId = fromBody;
     sessionParam = 'session_id';
+    sessionSource = 'body';
+  } else if (fromCacheKey) {
+    sessionId = fromCacheKey;
+    sessionParam = 'prompt_cache_key';
+    sessionSource = 'prompt_cache_key';
   }
   if (sessionId !== undefined && sessionId.length > MAX_SESSION_ID_LENGTH) {
     throw new ConfigError(`${sessionParam} is longer than ${MAX_SESSION_ID_LENGTH} characters`, {
@@ -122,7 +187,20 @@ export function parseCaptureContext(
     ? parseFlag(doneHeader, 'X-Session-Done')
     : parseFlag(body.session_done, 'session_done');
 
-  return { ...(sessionId ? { sessionId } : {}), turnType, turnTypeDefaulted, done };
+  const out: CaptureContext = { turnType, turnTypeDefaulted, done };
+  if (sessionId) {
+    out.sessionId = sessionId;
+    out.sessionSource = sessionSource;
+  }
+  if (turnTypeDefaulted && extras.sideCalls && extras.messages) {
+    const kind = extras.sideCalls.classify(extras.messages);
+    if (kind) {
+      out.turnType = 'side';
+      out.turnTypeDefaulted = false;
+      out.sideKind = kind;
+    }
+  }
+  return out;
 }
 
 /** Why a record was written (and where its `next_state` came from). */

@@ -14,6 +14,18 @@ export interface ChatModel {
   readonly weightVersion: number;
   /** The chat template applied with a generation prompt, as token ids. */
   encodeChat(messages: ChatMessage[], tools?: ToolSchema[]): number[];
+  /** Tokens a prompt and its generation may hold together (the model's context). */
+  readonly maxContext?: number;
+  /**
+   * `encodeChat` for prompts that may be far too long: refuses one longer than `maxTokens`
+   * (`ContextLengthError`) without tokenizing all of it, and yields to the event loop while it
+   * counts (prompt-budget.ts). The server prefers it when the model has it.
+   */
+  encodeChatWithin?(
+    messages: ChatMessage[],
+    tools: ToolSchema[] | undefined,
+    maxTokens: number,
+  ): Promise<number[]>;
   decode(tokenIds: number[]): string;
   /** The text of one token, for logprob entries. */
   tokenText(tokenId: number): string;

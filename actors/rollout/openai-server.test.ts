@@ -15,7 +15,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { actorErrorFrom, fromErrorInfo, toErrorInfo } from '../../common/errors.js';
 import { JsonlTurnSink, type TurnRecord, TurnRecorder } from './capture-recorder.js';
 import type { ChatMessage, ChatModel, ToolCall, ToolSchema } from './chat-model.js';
-import { createOpenAiServer } from './openai-server.js';
+import { createOpenAiServer, type OpenAiServerOptions } from './openai-server.js';
 import {
   ContextLengthError,
   EngineBusyError,
@@ -24,6 +24,8 @@ import {
 } from './rollout-engine.js';
 import { rolloutMetrics } from './rollout-metrics.js';
 import type { Sampled } from './sampler.js';
+import { SessionKeys } from './session-keys.js';
+import { TurnFeedback } from './turn-feedback.js';
 
 const TOKEN = 'test-token-123';
 const EOS = 0;
@@ -176,15 +178,12 @@ interface Running {
   model: FakeModel;
 }
 
-async function start(options: { recorder?: TurnRecorder; model?: FakeModel } = {}): Promise<Running> {
+async function start(
+  options: { model?: FakeModel } & Partial<Omit<OpenAiServerOptions, 'model'>> = {},
+): Promise<Running> {
   const model = options.model ?? new FakeModel();
   const registry = new Registry();
-  const app = createOpenAiServer({
-    model,
-    token: TOKEN,
-    registry,
-    ...(options.recorder ? { recorder: options.recorder } : {}),
-  });
+  const app = createOpenAiServer({ token: TOKEN, registry, ...options, model });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const port = (app.server.address() as AddressInfo).port;
   const url = `http://127.0.0.1:${port}`;
@@ -946,5 +945,132 @@ describe('RL capture through the server', () => {
     const records = await readRecords(file);
     expect(records).toHaveLength(1);
     expect(records[0]).toMatchObject({ turn: 1, response_text: GREETING, session_done: true });
+  });
+});
+
+describe('live sessions: session keys, feedback, side calls and oversized requests', () => {
+  let dir: string;
+  let running: Running | undefined;
+  let recorder: TurnRecorder | undefined;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'clawray-live-'));
+  });
+  afterEach(async () => {
+    await running?.app.close();
+    await recorder?.close();
+    running = undefined;
+    recorder = undefined;
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const post = (path: string, body: unknown, key = TOKEN) =>
+    fetch(`${running!.url}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: JSON.stringify(body),
+    });
+
+  it('files requests under the session of their key, takes feedback on its turns, and ends it', async () => {
+    const file = join(dir, 'keys.jsonl');
+    recorder = new TurnRecorder({ sink: new JsonlTurnSink(file), sweepMs: 0 });
+    const feedback = new TurnFeedback();
+    running = await start({ recorder, sessionKeys: new SessionKeys(), feedback });
+    const started = await post('/rl/start_session', { session_id: 'alice' });
+    expect(started.status).toBe(200);
+    const { session_id, api_key } = (await started.json()) as { session_id: string; api_key: string };
+    expect(session_id).toBe('alice');
+    // A session key is a credential of its own: no server key needed.
+    const client = new OpenAI({ baseURL: `${running.url}/v1`, apiKey: api_key, maxRetries: 0 });
+    const t0 = await client.chat.completions.create({
+      model: 'fake-model',
+      messages: [{ role: 'user', content: 'Say hello' }],
+    });
+    expect((t0 as unknown as RlFields).session_id).toBe('alice');
+    // A side call (no turn type, memory-flush marker) is served, not recorded.
+    await client.chat.completions.create({
+      model: 'fake-model',
+      messages: [{ role: 'user', content: 'Pre-compaction memory flush. Write memories to disk.' }],
+    });
+    expect((await post('/rl/set_reward', { reward: 1, correction: 'shorter please' }, api_key)).status).toBe(
+      200,
+    );
+    await client.chat.completions.create({
+      model: 'fake-model',
+      messages: [{ role: 'user', content: 'Say hello again' }],
+    });
+    await recorder.flush();
+    const records = (await readFile(file, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as TurnRecord);
+    expect(records.map((r) => [r.session_id, r.turn, r.next_state?.content])).toEqual([
+      ['alice', 0, 'Say hello again'],
+    ]);
+    // What the judge takes when it judges turn 0.
+    expect(feedback.take(t0.id)).toMatchObject({ reward: 1, correction: 'shorter please' });
+    const late = await post('/rl/set_reward', { interaction_id: t0.id, reward: -1 }, api_key);
+    expect(late.status).toBe(409);
+    expect(((await late.json()) as { error: { code: string } }).error.code).toBe('conflict');
+    expect(
+      (await post('/rl/set_reward', { interaction_id: 'chatcmpl-nope', reward: 1 }, api_key)).status,
+    ).toBe(404);
+    // The key's holder cannot act for another session, nor start sessions.
+    expect((await post('/rl/end_session', { session_id: 'bob' }, api_key)).status).toBe(400);
+    expect((await post('/rl/start_session', {}, api_key)).status).toBe(403);
+    const stats = (await (
+      await fetch(`${running.url}/rl/stats`, { headers: { authorization: `Bearer ${TOKEN}` } })
+    ).json()) as {
+      capture: { mainTurns: number; sideTurns: number };
+    };
+    expect(stats.capture).toMatchObject({ mainTurns: 2, sideTurns: 1 });
+    expect((await post('/rl/end_session', {}, api_key)).status).toBe(200);
+    await recorder.flush();
+    expect((await readFile(file, 'utf8')).trim().split('\n')).toHaveLength(2);
+    // Ended: the key is revoked.
+    const gone = await expectApiError(
+      client.chat.completions.create({ model: 'fake-model', messages: [{ role: 'user', content: 'hi' }] }),
+    );
+    expect(gone.status).toBe(401);
+    const metrics = await running.registry.metrics();
+    expect(metrics).toMatch(
+      /clawray_rollout_capture_turns_total\{type="side",kind="memory_flush",session="api_key"\} 1/,
+    );
+  });
+
+  it('answers an oversized body 413 and an over-long prompt 400 while other requests keep being served', async () => {
+    class BoundedModel extends FakeModel {
+      readonly maxContext = 4096;
+      async encodeChatWithin(messages: ChatMessage[], tools: ToolSchema[] | undefined, maxTokens: number) {
+        const { encodeWithin } = await import('./prompt-budget.js');
+        if (tools) throw new Error('no tools here');
+        const text = `${messages.map((m) => `<|${m.role}|>${m.content ?? ''}\n`).join('')}<|assistant|>`;
+        return encodeWithin(text, (t) => this.toIds(t), maxTokens, { pieceChars: 8192 });
+      }
+    }
+    running = await start({ model: new BoundedModel(), bodyLimit: 1024 * 1024 });
+    const huge = 'word '.repeat(2_200_000); // 11 MB
+    const tooBig = await expectApiError(
+      running.client.chat.completions.create({
+        model: 'fake-model',
+        messages: [{ role: 'user', content: huge }],
+      }),
+    );
+    expect(tooBig.status).toBe(413);
+    expect(tooBig.code).toBe('request_too_large');
+    const [long, ok] = await Promise.all([
+      expectApiError(
+        running.client.chat.completions.create({
+          model: 'fake-model',
+          messages: [{ role: 'user', content: 'x'.repeat(900_000) }],
+        }),
+      ),
+      running.client.chat.completions.create({ model: 'fake-model', messages: hello }),
+    ]);
+    expect(long.status).toBe(400);
+    expect(long.code).toBe('context_length_exceeded');
+    expect(long.message).toMatch(/context holds 4095/);
+    expect(ok.choices[0].message.content).toBe(GREETING);
   });
 });

@@ -30,7 +30,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import { Counter, type Registry } from 'prom-client';
 import { z } from 'zod';
 import { tokenMatches } from '../../common/auth.js';
-import { ConfigError, errorOfClass } from '../../common/errors.js';
+import { ConfigError, errorOfClass, NotFoundError } from '../../common/errors.js';
 import { type Logger, silentLogger } from '../../common/logger.js';
 import {
   type CaptureContext,
@@ -42,18 +42,31 @@ import {
 import type { ChatMessage, ChatModel, ToolCall, ToolSchema } from './chat-model.js';
 import {
   ContextLengthError,
+  DEFAULT_MAX_TOKENS,
   EngineBusyError,
   type GenerateRequest,
   type GenerateResult,
 } from './rollout-engine.js';
 import type { Sampled } from './sampler.js';
+import type { SessionKeys } from './session-keys.js';
+import { SideCallClassifier } from './side-calls.js';
+import { TurnAlreadyJudgedError, type TurnFeedback } from './turn-feedback.js';
 
 export interface OpenAiServerOptions {
   model: ChatModel;
-  /** Bearer token; when set every route except `/healthz` requires `Authorization: Bearer <token>`. */
+  /** Bearer token; when set every route except `/healthz` requires `Authorization: Bearer <token>` (or a session key). */
   token?: string;
   /** RL capture of main turns; without it the capture headers are accepted and ignored. */
   recorder?: TurnRecorder;
+  /**
+   * Per-session API keys: `POST /rl/start_session` issues them (with `token`), and a request
+   * that carries one is authorised and filed under its session.
+   */
+  sessionKeys?: SessionKeys;
+  /** Explicit feedback on recorded turns (`POST /rl/set_reward`). */
+  feedback?: TurnFeedback;
+  /** Side calls recognised by their markers when a request sends no turn type. Default: the built-in markers. */
+  sideCalls?: SideCallClassifier;
   registry?: Registry;
   logger?: Logger;
   /** Largest request body in bytes. Default 32 MiB (agent contexts are long). */
@@ -124,6 +137,8 @@ const chatRequestSchema = z.object({
   stream: z.boolean().nullish(),
   stream_options: z.object({ include_usage: z.boolean().nullish() }).nullish(),
   n: z.number().int().nullish(),
+  // Read for the session it names (OpenClaw's); there is no prompt cache to key.
+  prompt_cache_key: z.string().nullish(),
   session_id: z.union([z.string(), z.number()]).nullish(),
   turn_type: z.string().nullish(),
   session_done: z.union([z.boolean(), z.string(), z.number()]).nullish(),
@@ -184,10 +199,18 @@ function fromZod(error: z.ZodError): OpenAiHttpError {
   );
 }
 
-function toOpenAiError(err: unknown): OpenAiHttpError {
+function toOpenAiError(err: unknown, bodyLimit: number): OpenAiHttpError {
   if (err instanceof OpenAiHttpError) return err;
   if (err instanceof z.ZodError) return fromZod(err);
   // An engine behind an actor call throws inside an ActorError: look through it.
+  const judged = errorOfClass(err, TurnAlreadyJudgedError);
+  if (judged)
+    return new OpenAiHttpError(409, judged.message, 'invalid_request_error', 'interaction_id', 'conflict');
+  const missing = errorOfClass(err, NotFoundError);
+  if (missing) {
+    const param = typeof missing.fields.param === 'string' ? missing.fields.param : null;
+    return new OpenAiHttpError(404, missing.message, 'invalid_request_error', param, 'not_found');
+  }
   const busy = errorOfClass(err, EngineBusyError);
   if (busy) {
     return new OpenAiHttpError(429, busy.message, 'requests', null, 'rate_limit_exceeded');
@@ -202,6 +225,15 @@ function toOpenAiError(err: unknown): OpenAiHttpError {
     return invalid(refused.message, param, code);
   }
   const status = (err as { statusCode?: unknown }).statusCode;
+  if (status === 413) {
+    return new OpenAiHttpError(
+      413,
+      `Request body is larger than this server's limit of ${bodyLimit} bytes: far more than the model's context holds`,
+      'invalid_request_error',
+      'messages',
+      'request_too_large',
+    );
+  }
   if (typeof status === 'number' && status >= 400 && status < 500) {
     // Fastify's own: bad JSON, unsupported content type, body too large, …
     return new OpenAiHttpError(status, (err as Error).message, 'invalid_request_error');
@@ -371,6 +403,7 @@ function getOrCreate<T>(registry: Registry, name: string, make: () => T): T {
 interface ServerMetrics {
   requests: Counter<'status'>;
   missingHeaders: Counter<'header'>;
+  turns: Counter<'type' | 'kind' | 'session'>;
 }
 
 /** Token metrics a server created in a registry (shared by further servers on that registry). */
@@ -397,7 +430,18 @@ function createMetrics(registry: Registry): ServerMetrics {
         registers: [registry],
       }),
   );
-  return { requests, missingHeaders };
+  const turns = getOrCreate(
+    registry,
+    'clawray_rollout_capture_turns_total',
+    () =>
+      new Counter({
+        name: 'clawray_rollout_capture_turns_total',
+        help: 'Chat requests seen by the RL capture, by turn type (main|side), kind (declared, defaulted, or the side call recognised: memory_flush, compaction, heartbeat, cron, …) and where the session id came from (api_key, header, body, prompt_cache_key, none)',
+        labelNames: ['type', 'kind', 'session'],
+        registers: [registry],
+      }),
+  );
+  return { requests, missingHeaders, turns };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -427,12 +471,16 @@ interface Finished {
 }
 
 export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstance {
-  const { model, token, recorder } = options;
+  const { model, token, recorder, sessionKeys, feedback } = options;
   const log = options.logger ?? silentLogger;
   const metrics = options.registry ? createMetrics(options.registry) : undefined;
   const toolCallStart = options.toolCallStart ?? '<tool_call>';
+  const sideCalls = options.sideCalls ?? new SideCallClassifier();
   const counted = new WeakSet<FastifyRequest>();
-  const app = Fastify({ logger: false, bodyLimit: options.bodyLimit ?? 32 * 1024 * 1024 });
+  const bodyLimit = options.bodyLimit ?? 32 * 1024 * 1024;
+  const app = Fastify({ logger: false, bodyLimit });
+  /** The session a request's per-session key names. */
+  const keySessions = new WeakMap<FastifyRequest, string>();
 
   const countStatus = (request: FastifyRequest, status: number) => {
     if (counted.has(request)) return;
@@ -440,14 +488,21 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
     metrics?.requests.inc({ status: String(status) });
   };
 
-  if (token) {
+  if (token || sessionKeys) {
     app.addHook('onRequest', async (request, reply) => {
       if (request.url === '/healthz' || request.url.startsWith('/healthz?')) return;
-      if (tokenMatches(request.headers.authorization, token)) return;
+      const authorization = request.headers.authorization;
+      if (token && tokenMatches(authorization, token)) return;
+      const session = sessionKeys?.sessionOf(authorization);
+      if (session !== undefined) {
+        keySessions.set(request, session);
+        return;
+      }
+      if (!token) return;
       reply.header('www-authenticate', 'Bearer');
       throw new OpenAiHttpError(
         401,
-        'Incorrect or missing API key: send "Authorization: Bearer <token>" with the token this rollout server was started with',
+        'Incorrect or missing API key: send "Authorization: Bearer <key>" with the key this server was started with, or a session key from POST /rl/start_session',
         'invalid_request_error',
         null,
         'invalid_api_key',
@@ -460,7 +515,7 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
   });
 
   app.setErrorHandler((err, request, reply) => {
-    const e = toOpenAiError(err);
+    const e = toOpenAiError(err, bodyLimit);
     if (e.status >= 500) log.error({ err, url: request.url }, 'chat server: request failed');
     else
       log.debug({ status: e.status, message: e.message, url: request.url }, 'chat server: request refused');
@@ -490,8 +545,10 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
     return modelCard();
   });
 
+  registerRlRoutes();
+
   app.post(CHAT_ROUTE, async (request, reply) => {
-    const prepared = prepare(request);
+    const prepared = await prepare(request);
     if (prepared.body.stream) return stream(request, reply, prepared);
     return complete(request, reply, prepared);
   });
@@ -506,7 +563,86 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
     );
   }
 
-  function prepare(request: FastifyRequest): Prepared {
+  /**
+   * AReaL's session routes: per-session keys, explicit feedback and the end of a session. A
+   * request with a session key acts on its own session; one with the server's key names it.
+   */
+  function registerRlRoutes(): void {
+    const sessionOf = (request: FastifyRequest, named: unknown): string => {
+      const own = keySessions.get(request);
+      if (own !== undefined) {
+        if (named !== undefined && named !== null && named !== own) {
+          throw invalid(`session_id '${String(named)}' is not the session of this API key`, 'session_id');
+        }
+        return own;
+      }
+      if (typeof named !== 'string' || !named)
+        throw invalid('session_id is required with the server key', 'session_id');
+      return named;
+    };
+    const bodyOf = (request: FastifyRequest) => {
+      const body = request.body ?? {};
+      if (typeof body !== 'object' || Array.isArray(body)) throw invalid('send a JSON object');
+      return body as Record<string, unknown>;
+    };
+
+    app.post('/rl/start_session', async (request) => {
+      if (!sessionKeys)
+        throw new OpenAiHttpError(404, 'this server issues no session keys', 'invalid_request_error');
+      if (keySessions.has(request)) {
+        throw new OpenAiHttpError(
+          403,
+          'a session key cannot start sessions; use the server key',
+          'invalid_request_error',
+        );
+      }
+      const named = bodyOf(request).session_id;
+      if (named !== undefined && (typeof named !== 'string' || !named || named.length > 512)) {
+        throw invalid('session_id must be a non-empty string of at most 512 characters', 'session_id');
+      }
+      const issued = sessionKeys.issue(named as string | undefined);
+      return { session_id: issued.sessionId, api_key: issued.apiKey };
+    });
+
+    app.post('/rl/end_session', async (request) => {
+      const sessionId = sessionOf(request, bodyOf(request).session_id);
+      recorder?.endSession(sessionId);
+      sessionKeys?.revoke(sessionId);
+      return { session_id: sessionId, ended: true };
+    });
+
+    app.post('/rl/set_reward', async (request) => {
+      if (!feedback || !recorder) {
+        throw new OpenAiHttpError(
+          404,
+          'this server records no turns to give feedback on',
+          'invalid_request_error',
+        );
+      }
+      const body = bodyOf(request);
+      const sessionId = sessionOf(request, body.session_id);
+      const { interaction_id: interactionId, reward, correction } = body;
+      if (interactionId !== undefined && typeof interactionId !== 'string') {
+        throw invalid('interaction_id must be the id of a chat completion (chatcmpl-…)', 'interaction_id');
+      }
+      if (reward !== undefined && typeof reward !== 'number')
+        throw invalid('reward must be a number', 'reward');
+      if (correction !== undefined && typeof correction !== 'string') {
+        throw invalid('correction must be a string', 'correction');
+      }
+      const given = feedback.give({ sessionId, interactionId, reward, correction });
+      return { session_id: given.sessionId, interaction_id: given.interactionId };
+    });
+
+    app.get('/rl/stats', async () => ({
+      weight_version: model.weightVersion,
+      capture: recorder?.stats() ?? null,
+      feedback: feedback?.stats() ?? null,
+      session_keys: sessionKeys?.size ?? 0,
+    }));
+  }
+
+  async function prepare(request: FastifyRequest): Promise<Prepared> {
     const startedAt = performance.now();
     const parsed = chatRequestSchema.safeParse(request.body);
     if (!parsed.success) throw fromZod(parsed.error);
@@ -534,11 +670,21 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
             },
           }))
         : undefined;
-    const capture = recorder ? parseCaptureContext(request.headers, body) : undefined;
+    const capture = recorder
+      ? parseCaptureContext(request.headers, body, {
+          keySession: keySessions.get(request),
+          messages,
+          sideCalls,
+        })
+      : undefined;
     let promptTokenIds: number[];
     try {
-      promptTokenIds = model.encodeChat(messages, tools);
+      promptTokenIds =
+        model.encodeChatWithin && model.maxContext !== undefined
+          ? await model.encodeChatWithin(messages, tools, model.maxContext - 1)
+          : model.encodeChat(messages, tools);
     } catch (err) {
+      if (err instanceof ContextLengthError) throw err;
       throw invalid(
         `the chat template could not be applied to these messages: ${(err as Error).message}`,
         'messages',
@@ -564,6 +710,11 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
     if (recorder && capture) {
       if (!capture.sessionId) metrics?.missingHeaders.inc({ header: 'session_id' });
       if (capture.turnTypeDefaulted) metrics?.missingHeaders.inc({ header: 'turn_type' });
+      metrics?.turns.inc({
+        type: capture.turnType,
+        kind: capture.sideKind ?? (capture.turnTypeDefaulted ? 'defaulted' : 'declared'),
+        session: capture.sessionSource ?? 'none',
+      });
       prepared.capture = capture;
       // Registered before generation: a main turn hands its last message to the previous
       // main turn (next_state) in arrival order.
@@ -578,7 +729,13 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
     signal: AbortSignal,
   ): GenerateRequest {
     const b = p.body;
-    const maxTokens = b.max_completion_tokens ?? b.max_tokens ?? options.defaultMaxTokens;
+    let maxTokens = b.max_completion_tokens ?? b.max_tokens ?? undefined;
+    if (maxTokens === undefined && model.maxContext !== undefined) {
+      // As vLLM: a request that sets no limit gets what the context has room for (up to the default).
+      const room = Math.max(1, model.maxContext - p.promptTokenIds.length);
+      maxTokens = Math.min(options.defaultMaxTokens ?? DEFAULT_MAX_TOKENS, room);
+    }
+    maxTokens ??= options.defaultMaxTokens;
     const req: GenerateRequest = { promptTokenIds: p.promptTokenIds, onToken, signal };
     if (maxTokens !== undefined) req.maxTokens = maxTokens;
     if (b.temperature !== undefined && b.temperature !== null) req.temperature = b.temperature;
@@ -635,6 +792,8 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
   }
 
   function record(p: Prepared, result: GenerateResult, done: Finished): void {
+    // Known to the feedback book before the record can be written (and judged).
+    if (feedback && p.handle?.recorded && p.capture?.sessionId) feedback.noteTurn(p.capture.sessionId, p.id);
     p.handle?.complete({
       requestId: p.id,
       model: model.id,
@@ -795,7 +954,7 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
         return;
       }
       if (!started) throw err; // nothing sent yet: a proper status and JSON error
-      const e = toOpenAiError(err);
+      const e = toOpenAiError(err, bodyLimit);
       log.error({ err }, 'chat server: generation failed mid-stream');
       countStatus(request, e.status);
       send(e.body());

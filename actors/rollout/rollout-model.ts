@@ -11,12 +11,13 @@ import type { Registry } from 'prom-client';
 import { ConfigError } from '../../common/errors.js';
 import { createLogger, type Logger } from '../../common/logger.js';
 import { parseToolCalls } from '../models/chat-template.js';
-import { encodeChatPrompt, loadModelDir, type ModelDir } from '../models/model-dir.js';
+import { encodeChatPrompt, loadModelDir, type ModelDir, renderChatPrompt } from '../models/model-dir.js';
 import { exportDecoderOnnx } from '../models/onnx-export.js';
 import { checkDecoderIo, readOnnxIo } from '../models/onnx-inputs.js';
 import type { WeightMap } from '../models/weight-names.js';
 import type { ChatMessage, ChatModel, ToolCall, ToolSchema } from './chat-model.js';
 import { type ExecutionProvider, type KvLayout, OnnxDecoder } from './onnx-decoder.js';
+import { encodeWithin } from './prompt-budget.js';
 import { type GenerateRequest, type GenerateResult, GenerationEngine } from './rollout-engine.js';
 import { rolloutMetrics } from './rollout-metrics.js';
 
@@ -128,6 +129,19 @@ export class RolloutModel implements ChatModel {
 
   encodeChat(messages: ChatMessage[], tools?: ToolSchema[]): number[] {
     return encodeChatPrompt(this.model, messages, tools);
+  }
+
+  encodeChatWithin(
+    messages: ChatMessage[],
+    tools: ToolSchema[] | undefined,
+    maxTokens: number,
+  ): Promise<number[]> {
+    const tokenizer = this.model.tokenizer;
+    return encodeWithin(
+      renderChatPrompt(this.model, messages, tools),
+      (text) => tokenizer.encode(text, { addSpecialTokens: false }),
+      maxTokens,
+    );
   }
 
   decode(tokenIds: number[]): string {

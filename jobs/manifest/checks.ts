@@ -49,6 +49,9 @@ export function crossFieldIssues(raw: RawManifest, m: RLJobManifest): FieldIssue
     if (rawSpec.train.warmup) {
       add(['train', 'warmup'], 'the personal track has no oracle traces for a warm start');
     }
+    if (rawSpec.serve?.auth === 'none' && rawSpec.serve.apiKeyEnv !== undefined) {
+      add(['serve', 'apiKeyEnv'], "names the key clients must send, but serve.auth is 'none'; remove one");
+    }
   } else {
     if (rawSpec.serve) add(['serve'], 'only the personal track serves live sessions; remove spec.serve');
     if (rawSpec.user) add(['user'], 'only the personal track has a simulated user; remove spec.user');
@@ -97,7 +100,14 @@ export function crossFieldIssues(raw: RawManifest, m: RLJobManifest): FieldIssue
   if (train.minLr > train.lr) {
     add(['train', 'minLr'], `expected at most train.lr (${train.lr}), got ${train.minLr}`);
   }
-  if (train.lrWarmupSteps > train.steps) {
+  if (train.steps === undefined) {
+    if (train.schedule !== 'constant') {
+      add(
+        ['train', 'schedule'],
+        `a live job without train.steps has no end for a ${train.schedule} decay to reach; expected constant, or set train.steps`,
+      );
+    }
+  } else if (train.lrWarmupSteps > train.steps) {
     add(
       ['train', 'lrWarmupSteps'],
       `expected at most train.steps (${train.steps}), got ${train.lrWarmupSteps}`,

@@ -149,3 +149,9 @@ export function perTrack(key: keyof TrackDefaults): string {
 export function perMethod(key: keyof MethodDefaults): string {
   return METHODS.map((m) => `${m} ${String(METHOD_DEFAULTS[m][key])}`).join(', ');
 }
+
+/** Optimizer steps of a job that does not say (a live personal job trains until stopped). */
+export const DEFAULT_TRAIN_STEPS = 200;
+
+/** A live session with no request for this long has ended (OpenClaw never says so itself). */
+export const DEFAULT_SESSION_IDLE_MS = 30 * 60_000;

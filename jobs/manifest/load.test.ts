@@ -92,12 +92,37 @@ describe('parseManifest', () => {
     expect(opd.spec.train.lr).toBe(1e-6);
     const personal = parseManifest(minimal('personal', 'rl'), 'job.yaml');
     expect(personal.spec.judge).toMatchObject({ backend: 'llm', mode: 'prm', votes: 3, temperature: 0.6 });
-    expect(personal.spec.serve).toEqual({ host: '127.0.0.1', port: 30000 });
+    expect(personal.spec.serve).toEqual({
+      host: '127.0.0.1',
+      port: 30000,
+      auth: 'key',
+      sessions: { idleTimeoutMs: 1_800_000, maxOpen: 10_000 },
+      sideCalls: {},
+    });
+    // Live (no simulated user): trains until stopped; offline and env jobs default to 200 steps.
+    expect(personal.spec.train.steps).toBeUndefined();
+    expect(opd.spec.train.steps).toBe(200);
     const combine = parseManifest(minimal('swe', 'combine'), 'job.yaml');
     expect(combine.spec.train.combine).toEqual({ opdWeight: 1, rlWeight: 1 });
     expect(combine.spec.judge.stepRewardCoef).toBe(DEFAULT_STEP_REWARD_COEF);
     const sync = parseManifest(minimal('gui', 'rl', '  train: { async: false }\n'), 'job.yaml');
     expect(sync.spec.train.maxStaleness).toBe(0);
+  });
+
+  it('refuses a learning-rate decay without an end, and an API key env var with auth none', () => {
+    expect(() =>
+      parseManifest(minimal('personal', 'rl', '  train: { schedule: cosine }\n'), 'job.yaml'),
+    ).toThrow(/spec\.train\.schedule.*no end for a cosine decay/s);
+    expect(
+      parseManifest(minimal('personal', 'rl', '  train: { schedule: cosine, steps: 10 }\n'), 'job.yaml').spec
+        .train.steps,
+    ).toBe(10);
+    expect(() =>
+      parseManifest(minimal('personal', 'rl', '  serve: { auth: none, apiKeyEnv: KEY }\n'), 'job.yaml'),
+    ).toThrow(/spec\.serve\.apiKeyEnv.*auth is 'none'/s);
+    expect(() =>
+      parseManifest(minimal('personal', 'rl', "  serve: { sideCalls: { 'Bad-Kind': x } }\n"), 'job.yaml'),
+    ).toThrow(/sideCalls/);
   });
 
   it('throws one ConfigError naming file:line:col, field, expectation and finding for every problem', () => {

@@ -13,7 +13,9 @@ import { MAX_JOB_RETRIES } from '../../common/job-names.js';
 import {
   DEFAULT_MAX_DRIVER_RESTARTS,
   DEFAULT_MAX_STALENESS,
+  DEFAULT_SESSION_IDLE_MS,
   DEFAULT_STEP_REWARD_COEF,
+  DEFAULT_TRAIN_STEPS,
   defaultCheckpointDir,
   defaultJudgeBackend,
   defaultJudgeVotes,
@@ -289,7 +291,11 @@ const loraSchema = section({
 });
 
 const trainSchema = section({
-  steps: count(1).default(200).describe('Optimizer steps of the job'),
+  steps: count(1)
+    .optional()
+    .describe(
+      `Optimizer steps of the job. Default ${DEFAULT_TRAIN_STEPS}; a live personal job (no spec.user) without it trains until stopped`,
+    ),
   lr: num({ gt: 0 })
     .optional()
     .describe(`Peak learning rate. Default per method: ${perMethod('lr')}`),
@@ -409,7 +415,41 @@ const serveSchema = section({
   port: num({ int: true, min: 0, max: 65535 })
     .default(30000)
     .describe('Port of the OpenAI-compatible API (0: any free port, logged at start)'),
-  apiKeyEnv: text().optional().describe('Environment variable holding the Bearer key clients must send'),
+  auth: oneOf(['key', 'none'] as const)
+    .default('key')
+    .describe(
+      "key: every request needs the job's key (apiKeyEnv's value, else the cluster token) or a per-session key from POST /rl/start_session; none: anyone who reaches the port may chat and inject training data",
+    ),
+  apiKeyEnv: text()
+    .optional()
+    .describe(
+      "Environment variable (of the job's driver) holding the key clients send, in place of the cluster token",
+    ),
+  maxRequestBytes: count(1024)
+    .optional()
+    .describe(
+      "Largest request body; larger ones get 413 before they are parsed. Default 64 bytes per token of the model's context, at least 1 MiB",
+    ),
+  sessions: section({
+    idleTimeoutMs: count(1000)
+      .default(DEFAULT_SESSION_IDLE_MS)
+      .describe(
+        'A session with no request for this long has ended: its last turn is judged without a next state. OpenClaw never says a session is done, so this is its end',
+      ),
+    maxOpen: count(1)
+      .default(10_000)
+      .describe('Sessions tracked at once; past it the least recently active ends'),
+  })
+    .prefault({})
+    .describe('When a live session ends'),
+  sideCalls: z
+    .record(z.string().regex(/^[a-z][a-z0-9_]*$/, { error: 'a kind like memory_flush' }), text(), {
+      error: 'a mapping of side-call kind to a regular expression',
+    })
+    .default({})
+    .describe(
+      "More side calls (served, never trained): kind → regular expression matched against a request's last user message, beside the built-in OpenClaw markers",
+    ),
 });
 
 const specSchema = section({
@@ -494,6 +534,8 @@ export function resolveManifest(raw: RawManifest) {
       },
       train: {
         ...train,
+        // A live personal job serves its users until stopped: no step count ends it.
+        steps: train.steps ?? (track === 'personal' && !raw.spec.user ? undefined : DEFAULT_TRAIN_STEPS),
         lr,
         maxStaleness:
           train.maxStaleness ?? (train.async ? DEFAULT_MAX_STALENESS.async : DEFAULT_MAX_STALENESS.sync),

@@ -120,7 +120,7 @@ export async function createActorSet(
               schedule: {
                 schedule: t.schedule,
                 warmupSteps: t.lrWarmupSteps,
-                totalSteps: t.steps + (t.warmup?.steps ?? 0),
+                totalSteps: t.steps === undefined ? undefined : t.steps + (t.warmup?.steps ?? 0),
                 minLr: t.minLr,
               },
               maxGradNorm: t.maxGradNorm,

@@ -133,10 +133,12 @@ export function buildSamples(
           continue;
         }
         const teacher = (r.extra?.teacherLogprobs as number[] | undefined) ?? null;
+        // Kept at advantage 0 by the at-least-one rule (judging.ts): it still counts as trained.
+        const keep = r.extra?.atLeastOne === true;
         let advantages: number | number[];
         if (o.method === 'rl') {
           advantages = adv[i];
-          if (advantages === 0) {
+          if (advantages === 0 && !keep) {
             use.noSignal.push(r.trajectoryId);
             continue;
           }
@@ -147,7 +149,7 @@ export function buildSamples(
           }
           advantages = teacher.map((t, k) => t - r.logprobs[k]);
         } else {
-          if (!teacher && adv[i] === 0) {
+          if (!teacher && adv[i] === 0 && !keep) {
             use.noSignal.push(r.trajectoryId);
             continue;
           }

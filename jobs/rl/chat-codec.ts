@@ -6,7 +6,13 @@
 
 import type { ChatMessage, ToolCall, ToolSchema } from '../../actors/models/chat-template.js';
 import { parseToolCalls } from '../../actors/models/chat-template.js';
-import { encodeChatPrompt, loadModelDir, type ModelDir } from '../../actors/models/model-dir.js';
+import {
+  encodeChatPrompt,
+  loadModelDir,
+  type ModelDir,
+  renderChatPrompt,
+} from '../../actors/models/model-dir.js';
+import { encodeWithin } from '../../actors/rollout/prompt-budget.js';
 import { ConfigError } from '../../common/errors.js';
 
 export class ChatCodec {
@@ -31,6 +37,19 @@ export class ChatCodec {
 
   encodeChat(messages: ChatMessage[], tools?: ToolSchema[]): number[] {
     return encodeChatPrompt(this.model, messages, tools);
+  }
+
+  encodeChatWithin(
+    messages: ChatMessage[],
+    tools: ToolSchema[] | undefined,
+    maxTokens: number,
+  ): Promise<number[]> {
+    const tokenizer = this.model.tokenizer;
+    return encodeWithin(
+      renderChatPrompt(this.model, messages, tools),
+      (text) => tokenizer.encode(text, { addSpecialTokens: false }),
+      maxTokens,
+    );
   }
 
   decode(tokenIds: number[]): string {

@@ -10,7 +10,7 @@
  * A restarted driver (the job's next attempt) continues its own submission: trainer shards
  * from its newest checkpoint, the ledger's last commit, and whatever the streams still hold.
  */
-import { isAbsolute, resolve } from 'node:path';
+import { basename, isAbsolute, resolve } from 'node:path';
 import type { Registry } from 'prom-client';
 import type { EnvPool } from '../../actors/envs/env-pool.js';
 import { ReactionJudge } from '../../actors/envs/personal/reaction-judge.js';
@@ -19,6 +19,7 @@ import { fnv1a } from '../../actors/envs/track.js';
 import { loadTasks, loadTrack } from '../../actors/envs/tracks.js';
 import { JudgePanel, type VoterRef } from '../../actors/judge/judge-panel.js';
 import type { RolloutEngine } from '../../actors/rollout/rollout-engine-actor.js';
+import { TurnFeedback } from '../../actors/rollout/turn-feedback.js';
 import type { ActorHandle } from '../../actors/runtime/actor-handle.js';
 import type { Cluster } from '../../actors/runtime/cluster.js';
 import { WeightPublisher } from '../../actors/trainer/weight-publisher.js';
@@ -38,9 +39,9 @@ import { isPeerLoss } from './failures.js';
 import { JobMetrics } from './job-metrics.js';
 import { type DriverState, type EvalRecord, JobStateStore, type StepRecord } from './job-state.js';
 import { runJudgeLoop } from './judge-loop.js';
-import { judgeEpisode } from './judging.js';
+import { FirstSignal, judgeEpisode } from './judging.js';
 import { prepareModelDir } from './model-source.js';
-import { PersonalSource } from './personal-source.js';
+import { personalSourceFor } from './personal-source.js';
 import { episodeRecords, type RewardInput } from './records.js';
 import { RemoteChatModel } from './remote-chat-model.js';
 import type { RolloutSource } from './rollout-source.js';
@@ -129,6 +130,11 @@ export class RLDriver {
     );
   }
 
+  /** True while the job has steps to take after `step` (always, for a live job without train.steps). */
+  private stepsLeft(step: number): boolean {
+    return this.spec.train.steps === undefined || step < this.spec.train.steps;
+  }
+
   /** Finish the step in progress, checkpoint, and end (SIGTERM, `job stop`). */
   requestStop(): void {
     if (this.stopRequested) return;
@@ -196,7 +202,9 @@ export class RLDriver {
       const evalTaskIds = tasks
         .filter((t) => spec.eval.split === 'all' || t.split === spec.eval.split)
         .map((t) => t.id);
-      const remote = new RemoteChatModel(spec.model.name ?? 'policy', codec, engines);
+      // The id clients name: spec.model.name, else the model directory's name as the manifest gives it.
+      const modelId = spec.model.name ?? basename(resolve(o.workingDir, spec.model.path));
+      const remote = new RemoteChatModel(modelId, codec, engines);
       const play = (taskId: string, sampling: Sampling, slot: number) =>
         this.playOn(engines, actors.pools, { taskId, sampling, slot, rollout: rolloutFn });
 
@@ -221,7 +229,8 @@ export class RLDriver {
 
       // Warm start (or the whole job, for method sft): SFT on the oracle traces.
       const sft = spec.method === 'sft';
-      const sftSteps = sft ? spec.train.steps : (spec.train.warmup?.steps ?? 0);
+      // Method sft is refused on the personal track, the only one where steps may be open-ended.
+      const sftSteps = (sft ? spec.train.steps : spec.train.warmup?.steps) ?? 0;
       const sftDone = sft ? this.step : this.warmupDone;
       if (sftSteps > sftDone && !this.stopRequested) {
         const traces = await oracleSamples(
@@ -281,7 +290,7 @@ export class RLDriver {
         });
       }
 
-      if (!sft && this.step < spec.train.steps && !this.stopRequested) {
+      if (!sft && this.stepsLeft(this.step) && !this.stopRequested) {
         this.phase = 'training';
         await this.runRl({ actors, engines, trainers, ledger, codec, remote, trainTasks, play, runEval });
       }
@@ -387,24 +396,16 @@ export class RLDriver {
         )
       : undefined;
 
+    const feedback = new TurnFeedback();
+    const firstSignal = new FirstSignal();
     const source: RolloutSource = personal
-      ? new PersonalSource({
+      ? personalSourceFor(spec, {
           model: c.remote,
-          host: spec.serve!.host,
-          port: spec.serve!.port,
-          token: spec.serve!.apiKeyEnv ? process.env[spec.serve!.apiKeyEnv] : undefined,
+          clusterToken: o.cluster.token,
+          feedback,
+          registry: o.registry,
           logger: o.logger,
-          onListening: (url) => o.log(`serving the policy for live sessions on ${url}/v1`),
-          users: spec.user && {
-            model: c.remote.id,
-            token: spec.serve!.apiKeyEnv ? process.env[spec.serve!.apiKeyEnv] : undefined,
-            user: spec.user,
-            sampling: {
-              temperature: spec.rollout.temperature,
-              topP: spec.rollout.topP,
-              maxTokens: spec.rollout.maxTokens,
-            },
-          },
+          log: o.log,
         })
       : new EpisodeSource({
           tasks: c.trainTasks,
@@ -471,6 +472,13 @@ export class RLDriver {
                 isPeerLoss,
               ),
             encodeChat: (messages) => c.codec.encodeChat(messages),
+            ...(personal
+              ? {
+                  feedback: (r) =>
+                    typeof r.extra?.requestId === 'string' ? feedback.take(r.extra.requestId) : undefined,
+                  ...(spec.method !== 'opd' ? { firstSignal } : {}),
+                }
+              : {}),
           },
           (turns.at(-1)!.extra?.reference as Record<string, unknown> | undefined) ?? {},
         ),
@@ -485,6 +493,11 @@ export class RLDriver {
         gate,
         startStep: this.step,
         totalSteps: spec.train.steps,
+        skipEmptySteps: personal,
+        onEmptyBatch: (b) =>
+          o.log(
+            `a batch of ${b.turns} turn(s) had nothing to train on (${b.noSignal} without signal, ${b.stale} stale, ${b.truncated} empty): not a step`,
+          ),
         batchSize: B,
         maxStaleness,
         advantages: {
@@ -536,10 +549,10 @@ export class RLDriver {
     this.recordMetrics(record);
     const p = this.rates();
     o.log(
-      `step ${r.step}/${spec.train.steps}: reward ${r.rewardMean.toFixed(3)}, success ${r.successRate.toFixed(3)}, ${r.samples} samples of ${r.episodes} episodes, staleness ${r.staleness.toFixed(2)}, loss ${r.loss.toFixed(4)}, ${p.samplesPerSecond.toFixed(2)} samples/s${r.staleGroups > 0 ? `, ${r.staleGroups} stale group(s) dropped` : ''}`,
+      `step ${r.step}${spec.train.steps === undefined ? '' : `/${spec.train.steps}`}: reward ${r.rewardMean.toFixed(3)}, success ${r.successRate.toFixed(3)}, ${r.samples} samples of ${r.episodes} episodes, staleness ${r.staleness.toFixed(2)}, loss ${r.loss.toFixed(4)}, ${p.samplesPerSecond.toFixed(2)} samples/s${r.staleGroups > 0 ? `, ${r.staleGroups} stale group(s) dropped` : ''}`,
     );
     const every = spec.eval.everySteps;
-    if (every > 0 && r.step % every === 0 && r.step < spec.train.steps) await runEval();
+    if (every > 0 && r.step % every === 0 && this.stepsLeft(r.step)) await runEval();
     await this.maybeCheckpoint(trainers, ledger);
   }
 

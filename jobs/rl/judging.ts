@@ -5,7 +5,10 @@
  * - Env tracks: an episode's outcome comes from the job's judge over the final answer (a rule
  *   checks it against the task's reference; the env's own reward is the reference reward);
  *   a model judge (llm, onnx-prm) also scores every turn, added as outcome + coef · mean score.
- * - Personal track: every turn is scored from the user's reaction in the next state.
+ * - Personal track: every turn is scored from the user's reaction in the next state, unless
+ *   the user gave explicit feedback: a reward replaces the judge's score, a correction is the
+ *   evidence the judge reads (and the OPD hint). OpenClaw-RL's at-least-one rule: the first
+ *   scored turn of a session that has no effective sample yet is trained even at score 0.
  * - opd / combine: each turn is judged in OPD mode; a turn with a hint gets the teacher's
  *   logprobs of its own response under the hint-augmented prompt (OpenClaw-RL's teacher).
  */
@@ -14,6 +17,7 @@ import type { JudgePanel } from '../../actors/judge/judge-panel.js';
 import { contentToText, formatHintForUser } from '../../actors/judge/prompts.js';
 import { combineStepRewards } from '../../actors/judge/step-rewards.js';
 import type { ChatMessage } from '../../actors/models/chat-template.js';
+import type { Feedback } from '../../actors/rollout/turn-feedback.js';
 import type { TrajectoryRecord } from '../buffer/types.js';
 
 /** What the judge stage adds to a record's `extra`. */
@@ -38,6 +42,31 @@ export interface JudgeStageOptions {
   teacher(promptTokenIds: number[], responseTokenIds: number[]): Promise<number[]>;
   /** The policy's chat template, for the hint-augmented prompt. */
   encodeChat(messages: ChatMessage[]): number[];
+  /** Personal: the user's explicit feedback on a turn, taken once. */
+  feedback?(record: TrajectoryRecord): Feedback | undefined;
+  /** Personal, rl/combine: which sessions already gave an effective sample. */
+  firstSignal?: FirstSignal;
+}
+
+/**
+ * OpenClaw-RL's at-least-one rule: a session's first scored turn (one with a next state or
+ * feedback) is trained even when its score is 0, unless the session already gave an effective
+ * (nonzero) sample, so that every session teaches the policy something.
+ */
+export class FirstSignal {
+  private readonly effective = new Set<string>();
+
+  constructor(private readonly maxSessions = 100_000) {}
+
+  /** Notes a judged turn; true when it is to be trained at score 0. */
+  note(sessionId: string, scored: boolean, score: number): boolean {
+    if (this.effective.has(sessionId) || !scored) return false;
+    this.effective.add(sessionId);
+    if (this.effective.size > this.maxSessions) {
+      this.effective.delete(this.effective.values().next().value as string);
+    }
+    return score === 0;
+  }
 }
 
 const responseText = (r: TrajectoryRecord): string =>
@@ -96,19 +125,33 @@ export async function judgeEpisode(
     for (const r of judged) (r.extra as Record<string, unknown>).reward = reward;
   } else {
     for (const r of judged) {
-      if (!o.opd || o.prm) {
-        const verdict = await o.panel.judge(judgeInput(r), { mode: 'prm' });
+      const extra = r.extra as Record<string, unknown>;
+      const feedback = o.feedback?.(r);
+      const input = judgeInput(r);
+      if (feedback) {
+        extra.feedback = feedback;
+        // The user's own words about the answer are better evidence than their next message.
+        if (feedback.correction !== undefined)
+          input.nextState = { role: 'user', content: feedback.correction };
+      }
+      if (feedback?.reward !== undefined) {
+        r.votes = [];
+        r.score = feedback.reward;
+      } else if (!o.opd || o.prm) {
+        const verdict = await o.panel.judge(input, { mode: 'prm' });
         r.votes = verdict.votes.map((v) => v.score ?? 0);
         r.score = verdict.score;
       }
-      (r.extra as Record<string, unknown>).reward = r.score ?? 0;
+      extra.reward = r.score ?? 0;
+      const scored = r.nextState !== null || feedback !== undefined;
+      if (o.firstSignal?.note(r.sessionId, scored, r.score ?? 0)) extra.atLeastOne = true;
     }
   }
   if (o.opd) {
     await Promise.all(
       judged.map(async (r) => {
-        const verdict = await o.panel.judge(judgeInput(r), { mode: 'opd' });
-        r.hint = verdict.hint ?? null;
+        const correction = (r.extra?.feedback as Feedback | undefined)?.correction;
+        r.hint = correction ?? (await o.panel.judge(judgeInput(r), { mode: 'opd' })).hint ?? null;
         if (!r.hint) return;
         const prompt = o.encodeChat(withHint(r.messages as ChatMessage[], r.hint));
         (r.extra as Record<string, unknown>).teacherLogprobs = await o.teacher(prompt, r.tokenIds);

@@ -2,16 +2,23 @@
  * Where the personal track's samples come from: the job serves the policy on an
  * OpenAI-compatible endpoint (the rollout engines behind it) and records every main turn of a
  * session, with the user's next message as its next state, into the rollout stream. Real
- * clients (OpenClaw, any OpenAI SDK) talk to it with OpenClaw-RL's session headers; with
- * `spec.user` simulated users do, offline.
+ * clients (OpenClaw with the clawray plugin, any OpenAI SDK) talk to it live, named by
+ * session headers, `prompt_cache_key` or per-session keys; with `spec.user` simulated users
+ * do, offline.
  */
 import type { FastifyInstance } from 'fastify';
+import type { Registry } from 'prom-client';
 import { SimulatedUser } from '../../actors/envs/personal/simulated-user.js';
 import { runHttpSession } from '../../actors/envs/personal/user-session.js';
 import { type TurnRecord, TurnRecorder, type TurnSink } from '../../actors/rollout/capture-recorder.js';
 import { createOpenAiServer } from '../../actors/rollout/openai-server.js';
+import { SessionKeys } from '../../actors/rollout/session-keys.js';
+import { SideCallClassifier } from '../../actors/rollout/side-calls.js';
+import type { TurnFeedback } from '../../actors/rollout/turn-feedback.js';
+import { ConfigError } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import type { TrajectoryRecord } from '../buffer/types.js';
+import type { RLJobSpec } from '../manifest/schema.js';
 import type { RemoteChatModel } from './remote-chat-model.js';
 import type { RolloutContext, RolloutSource } from './rollout-source.js';
 import type { StalenessGate } from './staleness-gate.js';
@@ -33,7 +40,14 @@ export function turnToRecord(t: TurnRecord): TrajectoryRecord {
     hint: null,
     weightVersion: t.weight_version,
     createdAtMs: Date.now(),
-    extra: { group: id, groupSize: 1, episode: id, turns: 1, responseText: t.response_text },
+    extra: {
+      group: id,
+      groupSize: 1,
+      episode: id,
+      turns: 1,
+      responseText: t.response_text,
+      requestId: t.request_id,
+    },
   };
 }
 
@@ -49,7 +63,17 @@ export interface PersonalSourceOptions {
   model: RemoteChatModel;
   host: string;
   port: number;
+  /** The key every request needs (or a session key); undefined: no auth (`serve.auth: none`). */
   token?: string;
+  sessionKeys: SessionKeys;
+  feedback: TurnFeedback;
+  sideCalls: SideCallClassifier;
+  sessions: { idleTimeoutMs: number; maxOpen: number };
+  /** Largest request body in bytes. */
+  bodyLimit: number;
+  /** `max_tokens` of a request that sets none (rollout.maxTokens), within the context's room. */
+  defaultMaxTokens: number;
+  registry?: Registry;
   logger: Logger;
   /** Simulated users (spec.user) that chat with the endpoint; none: live clients only. */
   users?: Omit<SimulatedUsersOptions, 'url' | 'gate' | 'onError'>;
@@ -75,12 +99,19 @@ export class PersonalSource implements RolloutSource {
     const recorder = new TurnRecorder({
       sink: new AppendSink(ctx.append),
       logger: this.o.logger,
-      idleMs: 120_000,
+      idleMs: this.o.sessions.idleTimeoutMs,
+      maxSessions: this.o.sessions.maxOpen,
     });
     const app: FastifyInstance = createOpenAiServer({
       model: this.o.model,
       recorder,
       token: this.o.token,
+      sessionKeys: this.o.sessionKeys,
+      feedback: this.o.feedback,
+      sideCalls: this.o.sideCalls,
+      bodyLimit: this.o.bodyLimit,
+      defaultMaxTokens: this.o.defaultMaxTokens,
+      registry: this.o.registry,
       logger: this.o.logger,
     });
     const url = await app.listen({ host: this.o.host, port: this.o.port });
@@ -149,4 +180,60 @@ export async function runSimulatedUsers(o: SimulatedUsersOptions): Promise<void>
     }
   };
   await Promise.all(Array.from({ length: o.user.parallel }, worker));
+}
+
+export interface PersonalSourceDeps {
+  model: RemoteChatModel;
+  /** The cluster token: the endpoint's key unless `serve.apiKeyEnv` names another. */
+  clusterToken: string;
+  feedback: TurnFeedback;
+  registry?: Registry;
+  logger: Logger;
+  log(line: string): void;
+}
+
+/** The personal source a manifest describes (its endpoint, auth, sessions and simulated users). */
+export function personalSourceFor(spec: RLJobSpec, d: PersonalSourceDeps): PersonalSource {
+  const serve = spec.serve!;
+  let token: string | undefined;
+  if (serve.auth === 'key') {
+    token = serve.apiKeyEnv ? process.env[serve.apiKeyEnv] : d.clusterToken;
+    if (!token) {
+      throw new ConfigError(
+        `spec.serve.apiKeyEnv: the driver's environment has no ${serve.apiKeyEnv} (or it is empty)`,
+        { fields: { field: 'spec.serve.apiKeyEnv' } },
+      );
+    }
+  } else {
+    d.log('serve.auth is none: anyone who reaches the endpoint can chat and add training data');
+  }
+  const contextBytes = 64 * d.model.maxContext;
+  return new PersonalSource({
+    model: d.model,
+    host: serve.host,
+    port: serve.port,
+    token,
+    sessionKeys: new SessionKeys(),
+    feedback: d.feedback,
+    sideCalls: SideCallClassifier.withExtra(serve.sideCalls, 'spec.serve.sideCalls'),
+    sessions: serve.sessions,
+    bodyLimit: serve.maxRequestBytes ?? Math.max(1024 * 1024, contextBytes),
+    defaultMaxTokens: spec.rollout.maxTokens,
+    registry: d.registry,
+    logger: d.logger,
+    onListening: (url) =>
+      d.log(
+        `serving the policy for live sessions on ${url}/v1 (${token ? (serve.apiKeyEnv ? `key: $${serve.apiKeyEnv}` : 'key: the cluster token') : 'no auth'}; session keys: POST ${url}/rl/start_session)`,
+      ),
+    users: spec.user && {
+      model: d.model.id,
+      token,
+      user: spec.user,
+      sampling: {
+        temperature: spec.rollout.temperature,
+        topP: spec.rollout.topP,
+        maxTokens: spec.rollout.maxTokens,
+      },
+    },
+  });
 }

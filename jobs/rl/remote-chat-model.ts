@@ -31,6 +31,18 @@ export class RemoteChatModel implements ChatModel {
     return this.codec.encodeChat(messages, tools);
   }
 
+  get maxContext(): number {
+    return this.codec.maxContext;
+  }
+
+  encodeChatWithin(
+    messages: ChatMessage[],
+    tools: ToolSchema[] | undefined,
+    maxTokens: number,
+  ): Promise<number[]> {
+    return this.codec.encodeChatWithin(messages, tools, maxTokens);
+  }
+
   decode(tokenIds: number[]): string {
     return this.codec.decode(tokenIds);
   }

@@ -10,6 +10,8 @@ export class StalenessGate {
   private current: number;
   private nextGroup: number;
   private closed = false;
+  /** Units handed out for batches that were not steps (train-loop's skipEmptySteps). */
+  private refunded = 0;
   private waiters: Array<() => void> = [];
   /** Milliseconds callers have spent waiting in `acquire`. */
   waitedMs = 0;
@@ -44,6 +46,12 @@ export class StalenessGate {
     return this.nextGroup++;
   }
 
+  /** A batch was not a step: a step's worth of units more may start at the current version. */
+  refundStep(): void {
+    this.refunded += this.batchSize;
+    this.wake();
+  }
+
   /** The policy version the rollouts now generate with. */
   advance(version: number): void {
     this.current = Math.max(this.current, version);
@@ -56,7 +64,7 @@ export class StalenessGate {
   }
 
   private allows(group: number): boolean {
-    return Math.floor(group / this.batchSize) - this.maxStaleness <= this.current;
+    return Math.floor((group - this.refunded) / this.batchSize) - this.maxStaleness <= this.current;
   }
 
   private wake(): void {

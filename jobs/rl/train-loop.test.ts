@@ -125,4 +125,36 @@ describe('runTrainLoop', () => {
     const pending = (await t.judged.pending(TRAIN_GROUP)).map((p) => p.entryId);
     expect(pending).toEqual(before.slice(2).map((e) => e.entryId));
   });
+
+  it('with skipEmptySteps, a batch without a trainable sample is not a step and re-opens the gate', async () => {
+    const empty: unknown[] = [];
+    const t = setup({
+      totalSteps: 1,
+      skipEmptySteps: true,
+      advantages: { method: 'rl', samplesPerPrompt: 1 },
+      onEmptyBatch: (r) => empty.push(r),
+    });
+    // Single-sample groups (live turns): A = r, so score 0 carries nothing.
+    for (let g = 0; g < 4; g++) await t.judged.append(judgedGroup(g, [0]));
+    for (let g = 0; g < 4; g++) await t.gate.acquire(); // groups 0..3 admitted (version 0, staleness 1)
+    const admitted = t.gate.acquire();
+    let more = false;
+    void admitted.then(() => {
+      more = true;
+    });
+    const run = runTrainLoop(t.options);
+    await new Promise((r) => setTimeout(r, 50));
+    // Two empty batches: no step, no weights, two steps' worth of rollouts admitted again.
+    expect(t.steps).toEqual([]);
+    expect(t.published).toEqual([]);
+    expect(empty).toHaveLength(2);
+    expect(more).toBe(true);
+    await t.judged.append(judgedGroup(4, [1]));
+    await t.judged.append(judgedGroup(5, [0]));
+    expect(await run).toBe(1);
+    expect(t.steps.map((s) => [s.step, s.samples])).toEqual([[1, 1]]);
+    t.ledger.prepareCommit();
+    await t.ledger.finishCommit();
+    expect((await t.ledger.counts()).dropped).toMatchObject({ no_signal: 5 });
+  });
 });

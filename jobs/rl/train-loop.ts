@@ -5,6 +5,11 @@
  * silently). The staleness gate is advanced with the *published* version, which is what the
  * engines generate with. Nothing is acked here: the ledger acks a step's entries once a
  * checkpoint holds it.
+ *
+ * With `skipEmptySteps` (the personal track, as OpenClaw-RL) a batch with no trainable sample
+ * is not a step: its samples are accounted as dropped, the gate admits a step's worth of
+ * rollouts again, and the loop waits for the next batch. Env tracks count such a step (a
+ * task set nobody can solve would otherwise never end).
  */
 import type { TrainSample } from '../../actors/trainer/policy-trainer.js';
 import type { TrajectoryBuffer } from '../buffer/types.js';
@@ -37,6 +42,10 @@ export interface TrainLoopOptions {
   startStep: number;
   /** Steps to reach; undefined = until stopped. */
   totalSteps?: number;
+  /** A batch without a trainable sample is not a step. Default false. */
+  skipEmptySteps?: boolean;
+  /** Called for each batch that was not a step, with what it held. */
+  onEmptyBatch?(batch: { turns: number; stale: number; noSignal: number; truncated: number }): void;
   batchSize: number;
   maxStaleness: number;
   advantages: AdvantageOptions;
@@ -94,11 +103,32 @@ export async function runTrainLoop(o: TrainLoopOptions): Promise<number> {
       version - Math.min(...g.episodes.flat().map((r) => r.weightVersion)) > o.maxStaleness;
     const fresh = groups.filter((g) => !isStale(g));
     const stale = groups.filter(isStale);
-    const { samples, stats, use } = buildSamples(
+    const batch = buildSamples(
       fresh.map((g) => g.episodes),
       version,
       o.advantages,
     );
+    const { samples, stats } = batch;
+    const use = {
+      entryIds: groups.flatMap((g) => g.entryIds),
+      trained: batch.use.trained,
+      dropped: {
+        stale: stale.flatMap((g) => g.episodes.flat().map((r) => r.trajectoryId)),
+        no_signal: batch.use.noSignal,
+        truncated: batch.use.truncated,
+      },
+    };
+    if (samples.length === 0 && o.skipEmptySteps) {
+      o.ledger.recordStep(use);
+      o.gate.refundStep();
+      o.onEmptyBatch?.({
+        turns: groups.reduce((n, g) => n + g.episodes.flat().length, 0),
+        stale: use.dropped.stale.length,
+        noSignal: use.dropped.no_signal.length,
+        truncated: use.dropped.truncated.length,
+      });
+      continue;
+    }
     let loss = 0;
     // Without a learning signal (every group's rewards equal) the weights stay as they are.
     if (samples.length > 0) {
@@ -109,15 +139,7 @@ export async function runTrainLoop(o: TrainLoopOptions): Promise<number> {
     step++;
     // The gate counts in steps: it opens for the step whose weights the engines now serve.
     if (!unpublished) o.gate.advance(step);
-    o.ledger.recordStep({
-      entryIds: groups.flatMap((g) => g.entryIds),
-      trained: use.trained,
-      dropped: {
-        stale: stale.flatMap((g) => g.episodes.flat().map((r) => r.trajectoryId)),
-        no_signal: use.noSignal,
-        truncated: use.truncated,
-      },
-    });
+    o.ledger.recordStep(use);
     await o.afterStep({ step, ...stats, loss, seconds: (now() - started) / 1000, staleGroups: stale.length });
   }
   return step;

@@ -1,0 +1,87 @@
+import { describe, expect, it } from 'vitest';
+import type { JudgePanel } from '../../actors/judge/judge-panel.js';
+import type { JudgeInput } from '../../actors/judge/prompts.js';
+import type { Feedback } from '../../actors/rollout/turn-feedback.js';
+import type { TrajectoryRecord } from '../buffer/types.js';
+import { buildSamples } from './batches.js';
+import { judgedGroup } from './fakes.test-support.js';
+import { FirstSignal, type JudgeStageOptions, judgeEpisode } from './judging.js';
+
+/** A panel that scores +1 when the next state thanks, −1 when it says "no", else 0; records what it read. */
+function panel() {
+  const seen: JudgeInput[] = [];
+  const fake = {
+    async judge(input: JudgeInput, o: { mode: string }) {
+      seen.push(input);
+      const text = String(input.nextState?.content ?? '');
+      const score = /thank/i.test(text) ? 1 : /\bno\b/i.test(text) ? -1 : 0;
+      return o.mode === 'opd' ? { votes: [], score: 0, hint: null } : { votes: [{ score }], score };
+    },
+  };
+  return { seen, panel: fake as unknown as JudgePanel };
+}
+
+function turn(session: string, next: string | null, requestId: string): TrajectoryRecord {
+  const [r] = judgedGroup(0, [0], { prefix: session });
+  return {
+    ...r,
+    sessionId: session,
+    nextState: next === null ? null : { role: 'user', content: next },
+    score: null,
+    extra: { ...r.extra, requestId, responseText: 'an answer' },
+  };
+}
+
+const options = (p: JudgePanel, o: Partial<JudgeStageOptions> = {}): JudgeStageOptions => ({
+  panel: p,
+  kind: 'turn',
+  opd: false,
+  prm: true,
+  teacher: async () => [],
+  encodeChat: () => [],
+  ...o,
+});
+
+describe('judgeEpisode on live turns', () => {
+  it("uses the user's reward in place of the judge, and a correction as the judge's evidence", async () => {
+    const p = panel();
+    const feedback = new Map<string, Feedback>([
+      ['r1', { reward: 0.5, at: '' }],
+      ['r2', { correction: 'no, in Celsius', at: '' }],
+    ]);
+    const take = (r: TrajectoryRecord) => feedback.get(String(r.extra?.requestId));
+    const [a] = await judgeEpisode([turn('s', 'thanks!', 'r1')], options(p.panel, { feedback: take }), {});
+    expect(a.score).toBe(0.5);
+    expect(a.extra).toMatchObject({ reward: 0.5, feedback: { reward: 0.5 } });
+    expect(p.seen).toHaveLength(0);
+    const [b] = await judgeEpisode([turn('s', 'thanks!', 'r2')], options(p.panel, { feedback: take }), {});
+    expect(p.seen[0].nextState).toEqual({ role: 'user', content: 'no, in Celsius' });
+    expect(b.score).toBe(-1);
+  });
+
+  it("at-least-one: a session's first scored turn is kept at score 0, once, and never an unscored one", async () => {
+    const p = panel();
+    const firstSignal = new FirstSignal();
+    const judge = async (r: TrajectoryRecord) =>
+      (await judgeEpisode([r], options(p.panel, { firstSignal }), {}))[0];
+    expect((await judge(turn('a', null, 'x0'))).extra?.atLeastOne).toBeUndefined(); // no next state: not scored
+    expect((await judge(turn('a', 'ok', 'x1'))).extra?.atLeastOne).toBe(true);
+    expect((await judge(turn('a', 'ok', 'x2'))).extra?.atLeastOne).toBeUndefined();
+    // A session whose first scored turn has a signal needs no promotion.
+    expect((await judge(turn('b', 'thanks', 'y1'))).extra?.atLeastOne).toBeUndefined();
+    expect((await judge(turn('b', 'ok', 'y2'))).extra?.atLeastOne).toBeUndefined();
+  });
+
+  it('the trainer keeps a promoted turn at advantage 0 and drops other zero-score turns', () => {
+    const promoted = { ...turn('a', 'ok', 'x1'), trajectoryId: 'p' };
+    promoted.extra = { ...promoted.extra, reward: 0, atLeastOne: true };
+    const plain = { ...turn('a', 'ok', 'x2'), trajectoryId: 'q' };
+    plain.extra = { ...plain.extra, reward: 0 };
+    const { samples, use } = buildSamples([[[promoted]], [[plain]]], 0, {
+      method: 'rl',
+      samplesPerPrompt: 1,
+    });
+    expect(samples.map((s) => s.advantages)).toEqual([0]);
+    expect(use).toMatchObject({ trained: ['p'], noSignal: ['q'] });
+  });
+});
