@@ -1,8 +1,9 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../common/errors.js';
+import { packageRoot } from '../../common/package-root.js';
 import { DEFAULT_STEP_REWARD_COEF, MANIFEST_TRACKS, TRACK_DEFAULTS } from './defaults.js';
 import { checkManifestText, loadManifest, manifestLocation, parseManifest } from './load.js';
 import { closest } from './messages.js';
@@ -34,6 +35,15 @@ function problems(text: string, set?: string[]): string[] {
 }
 
 describe('parseManifest', () => {
+  it('accepts every manifest under examples/', () => {
+    const dir = join(packageRoot(), 'examples');
+    const files = readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.yaml'));
+    expect(files).toContain(join('personal', 'live.yaml'));
+    for (const f of files) parseManifest(readFileSync(join(dir, f), 'utf8'), f);
+    const live = parseManifest(readFileSync(join(dir, 'personal', 'live.yaml'), 'utf8'), 'live.yaml');
+    expect(live.spec.train.steps).toBeUndefined();
+  });
+
   it('reads the DESIGN.md example and fills the rest from the defaults', () => {
     const m = parseManifest(DESIGN_EXAMPLE, 'job.yaml');
     expect(m.spec.resources.judge).toEqual({
