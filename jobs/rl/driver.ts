@@ -580,12 +580,13 @@ export class RLDriver {
     const watched = {
       call: (async (method: string, ...args: unknown[]) => {
         try {
+          const since = engines.servedVersion(index);
           const result = await (engine.call as (m: string, ...a: unknown[]) => Promise<unknown>)(
             method,
             ...args,
           );
           const version = (result as { weightVersion?: unknown } | undefined)?.weightVersion;
-          if (typeof version === 'number') engines.noteVersion(index, version);
+          if (typeof version === 'number') engines.noteVersion(index, version, since);
           return result;
         } catch (err) {
           engineFailed = true;

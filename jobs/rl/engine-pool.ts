@@ -31,6 +31,8 @@ export interface EnginePoolOptions<E> {
 
 export class EnginePool<E extends object> {
   private readonly healthy: boolean[];
+  /** The version each engine was last given (and committed). */
+  private readonly served: number[];
   private readonly healing = new Set<number>();
   private next = 0;
   private waiters: Array<() => void> = [];
@@ -46,6 +48,12 @@ export class EnginePool<E extends object> {
     private readonly o: EnginePoolOptions<E>,
   ) {
     this.healthy = engines.map(() => true);
+    this.served = engines.map(() => 0);
+  }
+
+  /** The version engine `index` had committed when last published to. */
+  servedVersion(index: number): number {
+    return this.served[index];
   }
 
   /** The weight version every healthy engine serves. */
@@ -93,12 +101,14 @@ export class EnginePool<E extends object> {
   }
 
   /**
-   * A result came back from an older version than the pool serves: the engine restarted
-   * between calls (with its initial weights) — take it out and bring it up to date.
+   * A result came back from an older version than the engine had committed when the call was
+   * sent (`since`, from `servedVersion`): the engine restarted (with its initial weights) —
+   * take it out and bring it up to date. A call that was in flight across an ordinary swap
+   * answers from the version it started on, which is no sign of anything.
    */
-  noteVersion(index: number, weightVersion: number): void {
-    if (weightVersion < this.version && this.healthy[index])
-      this.markDown(index, `it serves weight version ${weightVersion}, the pool ${this.version}`);
+  noteVersion(index: number, weightVersion: number, since: number): void {
+    if (weightVersion < since && this.healthy[index])
+      this.markDown(index, `it answered from weight version ${weightVersion} after it had ${since}`);
   }
 
   markDown(index: number, why: string): void {
@@ -119,6 +129,7 @@ export class EnginePool<E extends object> {
     const results = await Promise.allSettled(members.map(({ e }) => this.o.publish([e], version, weights)));
     results.forEach((r, k) => {
       if (r.status === 'rejected') this.markDown(members[k].i, `publishing failed: ${r.reason}`);
+      else this.served[members[k].i] = Math.max(this.served[members[k].i], version);
     });
   }
 
@@ -139,6 +150,7 @@ export class EnginePool<E extends object> {
           await this.o.publish([this.engines[index]], version, this.weights);
         // A newer version may have been published while this one was being sent.
         if (this.version !== version) continue;
+        this.served[index] = version;
         this.healthy[index] = true;
         this.recoveries++;
         this.o.log?.(`rollout engine ${index} is back in the pool at weight version ${version}`);

@@ -59,9 +59,10 @@ export class RemoteChatModel implements ChatModel {
     const { onToken, signal, ...wire } = request;
     if (signal?.aborted) throw new GenerationAbortedError('the request was aborted');
     const result = await this.engines.run(async (engine, index) => {
+      const since = this.engines.servedVersion(index);
       // A client that goes away stops the remote generation too.
       const r = await engine.options({ signal }).call('generate', wire);
-      this.engines.noteVersion(index, r.weightVersion);
+      this.engines.noteVersion(index, r.weightVersion, since);
       return r;
     }, isPeerLoss);
     this.version = Math.max(this.version, result.weightVersion);
