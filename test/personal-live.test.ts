@@ -204,3 +204,98 @@ describe('a live personal job (no simulated user) driven by the openai client', 
     expect(status).toMatch(/STOPPED/);
   }, 300_000);
 });
+
+describe('a live personal job judged inside the job: in-job llm judge engines and the frozen teacher', () => {
+  const tc = new TestCluster();
+  const dir = mkdtempSync(join(tmpdir(), 'clawray-live-judge-'));
+
+  beforeAll(async () => {
+    await tc.startHead();
+    await tc.startWorker({ cpus: 8, gpus: 2 });
+  });
+  afterAll(async () => {
+    await tc.teardown();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('votes with frozen copies of the initial policy and distills corrections through them', async () => {
+    writeFileSync(
+      join(dir, 'job.yaml'),
+      `apiVersion: clawray.dev/v1
+kind: RLJob
+metadata: { name: live-judged }
+spec:
+  track: personal
+  method: combine
+  model: { path: ./model, init: { preset: tiny, maxContext: 4096 } }
+  judge: { votes: 3, voteThreshold: 0.6, maxTokens: 8 }
+  resources: { judge: { replicas: 1, gpus: 0 } }
+  rollout: { batchSize: 2, maxTokens: 8 }
+  train: { steps: 2 }
+  serve: { port: 0 }
+`,
+    );
+    const cli = (args: string[]) =>
+      spawnSync(process.execPath, [distEntry('cli/main'), ...args], {
+        cwd: dir,
+        encoding: 'utf8',
+        env: { ...process.env, CLAWRAY_ADDRESS: '', ...tc.env },
+        timeout: 150_000,
+      });
+    const submitted = cli([
+      'job',
+      'submit',
+      'job.yaml',
+      '--address',
+      tc.head!.address,
+      '--submission-id',
+      'judged-1',
+      '--no-wait',
+    ]);
+    expect(submitted.status).toBe(0);
+    let url: string | undefined;
+    let logs = '';
+    for (let waited = 0; !url; waited += 500) {
+      if (waited > 120_000) throw new Error(`the job never served:\n${logs}`);
+      await new Promise((r) => setTimeout(r, 500));
+      logs = cli(['job', 'logs', 'judged-1', '--address', tc.head!.address]).stdout;
+      url = /serving the policy for live sessions on (http:\/\/[\d.:]+)\/v1/.exec(logs)?.[1];
+    }
+    expect(logs).toMatch(/1 judge engine\(s\) \(\.\/model, frozen; teacher frozen\)/);
+    const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: tc.token, maxRetries: 0 });
+    // Two sessions; every turn gets a correction, which is the OPD hint the frozen teacher scores.
+    for (let turn = 0; turn < 3; turn++) {
+      for (const session of ['s1', 's2']) {
+        const r = await client.chat.completions.create(
+          { model: 'model', messages: [{ role: 'user', content: `${session} question ${turn}` }] },
+          { headers: { 'X-Session-Id': session } },
+        );
+        const given = await fetch(`${url}/rl/set_reward`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${tc.token}`, 'content-type': 'application/json' },
+          body: JSON.stringify({
+            session_id: session,
+            interaction_id: r.id,
+            correction: 'Answer in one short sentence.',
+          }),
+        });
+        expect(given.status).toBe(200);
+      }
+    }
+    for (let waited = 0; !/"status":"completed"/.test(logs); waited += 500) {
+      if (waited > 120_000) throw new Error(`the job never finished its 2 steps:\n${logs}`);
+      await new Promise((r) => setTimeout(r, 500));
+      logs = cli(['job', 'logs', 'judged-1', '--address', tc.head!.address]).stdout;
+    }
+    const summary = JSON.parse(/summary (\{.*\})/.exec(logs)![1]) as {
+      steps: number;
+      trajectories: { trained: number };
+      teacher: { kind: string; turns: number };
+    };
+    expect(summary.steps).toBe(2);
+    expect(summary.trajectories.trained).toBeGreaterThan(0);
+    // Every corrected turn judged so far was scored by the frozen teacher on the judge engine.
+    expect(summary.teacher.kind).toBe('frozen');
+    expect(summary.teacher.turns).toBeGreaterThanOrEqual(2);
+  }, 300_000);
+});

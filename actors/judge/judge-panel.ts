@@ -34,6 +34,11 @@ export interface JudgePanelOptions {
   mode?: JudgeMode;
   /** A vote not answered within this many ms counts as invalid (default: wait). */
   timeoutMs?: number;
+  /**
+   * Share (0–1) of the m votes that must agree for a +1 or −1 verdict; otherwise the turn scores
+   * 0. Default: a plain majority (ties score 0), as OpenClaw-RL.
+   */
+  voteThreshold?: number;
   /** Where turns are counted (default prom-client's default registry). */
   registry?: Registry;
 }
@@ -63,6 +68,7 @@ export class JudgePanel {
   readonly votes: number;
   readonly mode: JudgeMode | undefined;
   readonly timeoutMs: number | undefined;
+  readonly voteThreshold: number | undefined;
   private readonly metrics: JudgeMetrics;
   /** The caller's array: the key of the round-robin position this panel shares. */
   private readonly list: readonly VoterRef[];
@@ -77,6 +83,10 @@ export class JudgePanel {
     this.votes = checkVotes(options.votes ?? 3);
     this.mode = options.mode;
     this.timeoutMs = options.timeoutMs;
+    if (options.voteThreshold !== undefined && !(options.voteThreshold >= 0 && options.voteThreshold <= 1)) {
+      throw new RangeError(`voteThreshold must be in [0, 1], got ${options.voteThreshold}`);
+    }
+    this.voteThreshold = options.voteThreshold;
     this.metrics = new JudgeMetrics(options.registry);
   }
 
@@ -95,7 +105,7 @@ export class JudgePanel {
     );
     // Without an explicit mode, OPD voters say so by carrying a hint field (null or text).
     const opd = mode === undefined ? votes.some((v) => v.hint !== undefined) : mode === 'opd';
-    const result = tallyVotes(votes, opd, performance.now() - t0);
+    const result = tallyVotes(votes, opd, performance.now() - t0, this.voteThreshold);
     this.metrics.recordTurn(result, opd);
     return result;
   }

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { chatCompletionsUrl, LlmJudge } from './llm-judge.js';
+import { chatCompletionsUrl, LlmJudge, LlmVoter } from './llm-judge.js';
 import { buildHintMessages, buildPrmMessages, formatHintForUser, type JudgeInput } from './prompts.js';
 
 type Scripted = { status?: number; content?: unknown; raw?: string };
@@ -205,5 +205,33 @@ describe('LlmJudge metrics', () => {
     expect(text).toContain('clawray_judge_turn_latency_seconds_count 2');
     expect(text).toContain('clawray_judge_agreement_ratio_sum 2');
     expect(text).toContain('clawray_judge_hints_total{result="accepted"} 1');
+  });
+});
+
+describe('LlmVoter.serving (a judge model the job serves itself)', () => {
+  it('votes with the given completion and the voter’s sampling; a failing completion is an invalid vote', async () => {
+    const seen: unknown[] = [];
+    const voter = LlmVoter.serving(
+      { model: 'judge', temperature: 0.6, maxTokens: 64 },
+      async (messages, sampling) => {
+        seen.push(sampling);
+        return messages.some((m) => m.content.includes('thanks')) ? 'fulfilled \\boxed{1}' : '\\boxed{-1}';
+      },
+    );
+    const input = {
+      messages: [{ role: 'user', content: 'hi' }],
+      response: 'hello',
+      nextState: { role: 'user', content: 'thanks' },
+    };
+    expect((await voter.voteOn(input, 'prm')).score).toBe(1);
+    expect(seen).toEqual([{ temperature: 0.6, maxTokens: 64 }]);
+    expect(voter.url).toBe('in-job:judge');
+    const broken = LlmVoter.serving({ model: 'judge' }, async () => {
+      throw new Error('the judge prompt is 5000 tokens');
+    });
+    expect(await broken.voteOn(input, 'prm')).toMatchObject({
+      score: null,
+      error: 'the judge prompt is 5000 tokens',
+    });
   });
 });

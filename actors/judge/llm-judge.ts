@@ -51,7 +51,13 @@ export function judgeMessages(input: JudgeInput, mode: JudgeMode): JudgeChatMess
   return mode === 'opd' ? buildHintMessages(input) : buildPrmMessages(input);
 }
 
-/** One vote per call against an OpenAI-compatible endpoint. */
+/** A judge model's chat completion: the assistant's text for `messages`, or a throw. */
+export type JudgeCompletion = (
+  messages: JudgeChatMessage[],
+  sampling: { temperature: number; maxTokens: number | undefined },
+) => Promise<string>;
+
+/** One vote per call against an OpenAI-compatible endpoint (or a judge model the caller serves). */
 export class LlmVoter {
   readonly url: string;
   readonly model: string;
@@ -60,15 +66,25 @@ export class LlmVoter {
   private readonly apiKey: string | undefined;
   private readonly timeoutMs: number;
   private readonly fetchImpl: typeof fetch;
+  private readonly completion?: JudgeCompletion;
 
-  constructor(opts: LlmEndpointOptions) {
-    this.url = chatCompletionsUrl(opts.baseURL);
+  constructor(opts: LlmEndpointOptions, completion?: JudgeCompletion) {
+    this.url = completion ? `in-job:${opts.model}` : chatCompletionsUrl(opts.baseURL);
     this.model = opts.model;
     this.temperature = opts.temperature ?? 1;
     this.maxTokens = opts.maxTokens;
     this.apiKey = opts.apiKey;
     this.timeoutMs = opts.timeoutMs ?? 120_000;
     this.fetchImpl = opts.fetch ?? fetch;
+    this.completion = completion;
+  }
+
+  /** Votes with a judge model served by the caller (the job's own judge engines) instead of an endpoint. */
+  static serving(
+    o: { model: string; temperature?: number; maxTokens?: number },
+    completion: JudgeCompletion,
+  ): LlmVoter {
+    return new LlmVoter({ ...o, baseURL: 'http://in-job' }, completion);
   }
 
   /** One judgement of `input`; a turn without a next state gives an invalid vote (no evidence). */
@@ -112,6 +128,8 @@ export class LlmVoter {
 
   /** One chat completion; returns the assistant text or throws. */
   private async complete(messages: JudgeChatMessage[]): Promise<string> {
+    if (this.completion)
+      return this.completion(messages, { temperature: this.temperature, maxTokens: this.maxTokens });
     const body: Record<string, unknown> = {
       model: this.model,
       messages,

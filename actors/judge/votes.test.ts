@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { boxedContents, extractHint, majority, parseBoxedScore, selectHint } from './votes.js';
+import {
+  boxedContents,
+  extractHint,
+  type JudgeVote,
+  majority,
+  parseBoxedScore,
+  selectHint,
+  tallyVotes,
+} from './votes.js';
 
 describe('parseBoxedScore', () => {
   it('reads 1, -1, 0 and +1 with spaces', () => {
@@ -89,5 +97,19 @@ describe('hints', () => {
       ]),
     ).toBeNull();
     expect(selectHint([])).toBeNull();
+  });
+});
+
+describe('tallyVotes with a vote threshold', () => {
+  const votes = (...scores: (number | null)[]): JudgeVote[] =>
+    scores.map((score) => ({ score, backend: 'llm', latencyMs: 0 }) as JudgeVote);
+
+  it('needs that share of all votes cast to agree on +1 or -1, invalid votes counting against it', () => {
+    expect(tallyVotes(votes(1, 1, -1), false, 0).score).toBe(1);
+    expect(tallyVotes(votes(1, 1, -1), false, 0, 0.6).score).toBe(1); // 2/3 ≥ 0.6
+    expect(tallyVotes(votes(1, 1, -1), false, 0, 0.7).score).toBe(0);
+    expect(tallyVotes(votes(-1, -1, null), false, 0, 0.7).score).toBe(0); // 2 of 3 cast
+    expect(tallyVotes(votes(-1, -1, -1), false, 0, 1).score).toBe(-1);
+    expect(tallyVotes(votes(0, 0, 1), false, 0, 0.5).score).toBe(0);
   });
 });

@@ -182,9 +182,17 @@ export interface JudgeResult {
 }
 
 /** Combines the votes of one turn: majority score, agreement and, in OPD mode, the selected hint. */
-export function tallyVotes(votes: JudgeVote[], opd: boolean, latencyMs: number): JudgeResult {
+export function tallyVotes(
+  votes: JudgeVote[],
+  opd: boolean,
+  latencyMs: number,
+  threshold?: number,
+): JudgeResult {
   const m = majority(votes.map((v) => v.score));
-  const result: JudgeResult = { score: m.score, votes, valid: m.valid, agreement: m.agreement, latencyMs };
+  // With a threshold, a ±1 verdict needs that share of all votes cast (invalid ones count against it).
+  const agreeing = m.agreement * m.valid;
+  const score = threshold !== undefined && m.score !== 0 && agreeing < threshold * votes.length ? 0 : m.score;
+  const result: JudgeResult = { score, votes, valid: m.valid, agreement: m.agreement, latencyMs };
   if (opd) result.hint = selectHint(votes);
   return result;
 }

@@ -91,6 +91,18 @@ export function crossFieldIssues(raw: RawManifest, m: RLJobManifest): FieldIssue
       add(['judge', key], `applies to an llm judge only; this judge is ${judge.backend}`);
     }
   }
+  if (rawSpec.judge.teacher !== undefined && method !== 'opd' && method !== 'combine') {
+    add(['judge', 'teacher'], `only opd and combine have a teacher; this job's method is ${method}`);
+  }
+  if (
+    rawSpec.judge.teacher === 'frozen' &&
+    !(judge.backend === 'llm' && !judge.baseURL && judge.model === m.spec.model.path)
+  ) {
+    add(
+      ['judge', 'teacher'],
+      `a frozen teacher is the in-job judge engines serving the initial policy (judge.backend llm, no baseURL, judge.model unset); this judge is ${judge.baseURL ? 'an external endpoint' : judge.backend === 'llm' ? `the model ${judge.model}` : judge.backend}. Use tracking`,
+    );
+  }
   if (rawSpec.judge.threshold !== undefined && judge.backend !== 'onnx-prm') {
     add(['judge', 'threshold'], `applies to an onnx-prm judge only; this judge is ${judge.backend}`);
   }

@@ -135,6 +135,29 @@ describe('parseManifest', () => {
     ).toThrow(/sideCalls/);
   });
 
+  it('defaults the OPD teacher to frozen only with in-job judge engines on the policy, and refuses it elsewhere', () => {
+    const inJob = parseManifest(minimal('personal', 'combine'), 'job.yaml');
+    expect(inJob.spec.judge).toMatchObject({ backend: 'llm', model: './models/tiny', teacher: 'frozen' });
+    const external = parseManifest(
+      minimal('personal', 'opd', '  judge: { baseURL: http://127.0.0.1:9/v1, model: judge }\n'),
+      'job.yaml',
+    );
+    expect(external.spec.judge.teacher).toBe('tracking');
+    expect(() =>
+      parseManifest(
+        minimal(
+          'personal',
+          'opd',
+          '  judge: { baseURL: http://127.0.0.1:9/v1, model: judge, teacher: frozen }\n',
+        ),
+        'job.yaml',
+      ),
+    ).toThrow(/spec\.judge\.teacher.*external endpoint.*Use tracking/s);
+    expect(() =>
+      parseManifest(minimal('toolcall', 'rl', '  judge: { teacher: tracking }\n'), 'job.yaml'),
+    ).toThrow(/only opd and combine have a teacher/);
+  });
+
   it('throws one ConfigError naming file:line:col, field, expectation and finding for every problem', () => {
     const text = minimal('toolcall', 'rl', '  train:\n    lr: fast\n    stesp: 10\n');
     let err: unknown;

@@ -256,6 +256,16 @@ const judgeSchema = section({
   threshold: num({ min: 0, max: 1 })
     .optional()
     .describe('onnx-prm: probability above which a step is +1. Default 0.5'),
+  voteThreshold: num({ min: 0, max: 1 })
+    .optional()
+    .describe(
+      'Share of the votes of a turn that must agree for a +1 or −1 verdict (invalid votes count against it); otherwise 0. Default: a plain majority, ties 0',
+    ),
+  teacher: oneOf(['frozen', 'tracking'] as const)
+    .optional()
+    .describe(
+      'opd/combine: whose logprobs teach. frozen: the in-job judge engines serving the initial policy, never updated (OpenClaw-RL); tracking: the rollout engines, which follow every update. Default frozen with an in-job llm judge on spec.model, else tracking',
+    ),
   stepRewardCoef: num()
     .optional()
     .describe(
@@ -526,6 +536,11 @@ export function resolveManifest(raw: RawManifest) {
         temperature: backend === 'llm' ? (judge.temperature ?? 0.6) : undefined,
         maxTokens: backend === 'llm' ? (judge.maxTokens ?? 4096) : undefined,
         threshold: backend === 'onnx-prm' ? (judge.threshold ?? 0.5) : undefined,
+        teacher:
+          judge.teacher ??
+          (backend === 'llm' && !judge.baseURL && (judge.model ?? raw.spec.model.path) === raw.spec.model.path
+            ? 'frozen'
+            : 'tracking'),
         stepRewardCoef:
           judge.stepRewardCoef ??
           (envTrack && modelJudge && (method === 'rl' || method === 'combine')

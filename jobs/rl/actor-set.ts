@@ -19,6 +19,8 @@ import type { RLJobManifest } from '../manifest/schema.js';
 
 export interface ActorSetPaths {
   modelDir: string;
+  /** The model the in-job judge engines serve (llm judge without baseURL). */
+  judgeModelDir?: string;
   /** Absolute task path of the env pools, or 'builtin'. */
   tasks: string;
   checkpointDir: string;
@@ -33,8 +35,10 @@ export interface ActorSet {
   engines: ActorHandle<RolloutEngine>[];
   trainers: ActorHandle<TrainerShard>[];
   pools: ActorHandle<EnvPool>[];
-  /** Judge voter actors (rule, llm and onnx-prm backends); the reaction judge votes in the driver. */
+  /** Judge voter actors (rule, onnx-prm and external llm backends); the reaction judge votes in the driver. */
   voters: ActorHandle<JudgeVoter>[];
+  /** In-job judge engines (llm without baseURL): rollout engines that never get a weight update. */
+  judgeEngines: ActorHandle<RolloutEngine>[];
   /** (Re)builds the trainer shards' collective ring (after a shard restarted, too). */
   rebuildRing(): Promise<void>;
   close(): Promise<void>;
@@ -56,6 +60,7 @@ export async function createActorSet(
     trainers: [],
     pools: [],
     voters: [],
+    judgeEngines: [],
     rebuildRing: async () => {
       if (set.trainers.length > 1) await createCollectiveGroup(cluster, set.trainers, `${jobId}-trainer`);
     },
@@ -163,7 +168,25 @@ export async function createActorSet(
       );
     }
     const judge = spec.judge;
-    if (
+    if (judge.backend === 'llm' && !judge.baseURL) {
+      set.judgeEngines = await Promise.all(
+        Array.from({ length: r.judge.replicas }, (_, i) =>
+          cluster.createActor<RolloutEngine>({
+            module: 'clawray/rollout',
+            className: 'RolloutEngine',
+            args: [
+              {
+                modelDir: paths.judgeModelDir ?? paths.modelDir,
+                provider: spec.model.provider,
+                maxBatchSize: spec.model.maxBatchSize,
+                maxQueue: spec.model.maxQueue,
+              },
+            ],
+            options: place('judge', i, r.judge.gpus),
+          }),
+        ),
+      );
+    } else if (
       judge.backend === 'rule' ||
       judge.backend === 'onnx-prm' ||
       (judge.backend === 'llm' && judge.baseURL)
@@ -199,6 +222,7 @@ export async function createActorSet(
       ...set.trainers.map((s) => s.call('ready')),
       ...set.pools.map((p) => p.call('ready')),
       ...set.voters.map((v) => v.call('ready')),
+      ...set.judgeEngines.map((e) => e.call('ready')),
     ]);
     await set.rebuildRing();
     return set;

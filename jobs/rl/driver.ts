@@ -10,7 +10,8 @@
  * A restarted driver (the job's next attempt) continues its own submission: trainer shards
  * from its newest checkpoint, the ledger's last commit, and whatever the streams still hold.
  */
-import { basename, isAbsolute, resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import { basename, isAbsolute, join, resolve } from 'node:path';
 import type { Registry } from 'prom-client';
 import type { EnvPool } from '../../actors/envs/env-pool.js';
 import { ReactionJudge } from '../../actors/envs/personal/reaction-judge.js';
@@ -18,6 +19,7 @@ import type { TrackTask } from '../../actors/envs/track.js';
 import { fnv1a } from '../../actors/envs/track.js';
 import { loadTasks, loadTrack } from '../../actors/envs/tracks.js';
 import { JudgePanel, type VoterRef } from '../../actors/judge/judge-panel.js';
+import { CONFIG_FILE } from '../../actors/models/model-dir.js';
 import type { RolloutEngine } from '../../actors/rollout/rollout-engine-actor.js';
 import { TurnFeedback } from '../../actors/rollout/turn-feedback.js';
 import type { ActorHandle } from '../../actors/runtime/actor-handle.js';
@@ -38,6 +40,7 @@ import { type EvalResult, evaluateEnv, evaluatePersonal } from './evaluation.js'
 import { isPeerLoss } from './failures.js';
 import { JobMetrics } from './job-metrics.js';
 import { type DriverState, type EvalRecord, JobStateStore, type StepRecord } from './job-state.js';
+import { EngineVoter } from './judge-engines.js';
 import { runJudgeLoop } from './judge-loop.js';
 import { FirstSignal, judgeEpisode } from './judging.js';
 import { prepareModelDir } from './model-source.js';
@@ -94,6 +97,8 @@ export interface RLJobSummary {
   checkpointDir: string;
   trajectories: TrajectoryCounts;
   recoveries: { engines: number; trainers: number };
+  /** opd/combine: whose logprobs taught, and how many turns they scored (turns with a hint). */
+  teacher?: { kind: 'frozen' | 'tracking'; turns: number };
   evals: EvalRecord[];
   history: StepRecord[];
 }
@@ -117,6 +122,7 @@ export class RLDriver {
   private trainerWaitMs = 0;
   private gate?: StalenessGate;
   private rolloutSlots = 1;
+  private teacherTurns = 0;
 
   constructor(private readonly o: DriverOptions) {
     this.spec = o.manifest.spec;
@@ -148,6 +154,8 @@ export class RLDriver {
     const { spec, o } = this;
     const modelDir = prepareModelDir(spec.model, o.workingDir, o.dataDir);
     const codec = new ChatCodec(modelDir);
+    const judgeModelDir = this.judgeModelDir(modelDir);
+    const judgeCodec = judgeModelDir && judgeModelDir !== modelDir ? new ChatCodec(judgeModelDir) : codec;
     // Plugins that run in other actors travel as absolute paths (same path on every node).
     const plugin = (p?: string) => {
       if (!p) return undefined;
@@ -162,6 +170,7 @@ export class RLDriver {
       o.manifest,
       {
         modelDir,
+        judgeModelDir,
         tasks: tasksPath,
         checkpointDir: this.state.dir,
         environmentModule: plugin(spec.plugins.environment),
@@ -170,7 +179,7 @@ export class RLDriver {
       o.submissionId,
     );
     o.log(
-      `actors ready: ${actors.engines.length} rollout engine(s), ${actors.trainers.length} trainer shard(s), ${actors.pools.length} env pool(s), ${actors.voters.length} judge voter(s)`,
+      `actors ready: ${actors.engines.length} rollout engine(s), ${actors.trainers.length} trainer shard(s), ${actors.pools.length} env pool(s), ${actors.judgeEngines.length > 0 ? `${actors.judgeEngines.length} judge engine(s) (${spec.judge.model}, frozen${spec.method !== 'rl' ? `; teacher ${spec.judge.teacher}` : ''})` : `${actors.voters.length} judge voter(s)`}`,
     );
     const publisher = new WeightPublisher(actors.engines, { registry: o.registry });
     const engines = new EnginePool(actors.engines, {
@@ -185,6 +194,14 @@ export class RLDriver {
       log: o.log,
     });
     const ledger = new TrajectoryLedger(o.buffers.rollouts, o.buffers.judged);
+    // In-job judge engines never get an update: the judge (and a frozen teacher) stays the initial model.
+    const judgeEngines = new EnginePool(actors.judgeEngines, {
+      publish: async () => {
+        throw new Error('the judge engines are frozen');
+      },
+      log: (line) => o.log(`judge: ${line}`),
+    });
+    const judge = { engines: judgeEngines, codec: judgeCodec };
     try {
       const resumedFrom = await this.restore(trainers, engines, ledger);
       const rolloutFn = spec.plugins.rollout
@@ -292,7 +309,18 @@ export class RLDriver {
 
       if (!sft && this.stepsLeft(this.step) && !this.stopRequested) {
         this.phase = 'training';
-        await this.runRl({ actors, engines, trainers, ledger, codec, remote, trainTasks, play, runEval });
+        await this.runRl({
+          actors,
+          engines,
+          judge,
+          trainers,
+          ledger,
+          codec,
+          remote,
+          trainTasks,
+          play,
+          runEval,
+        });
       }
       const lastEval = this.evals.at(-1);
       if (!this.stopRequested && (!lastEval || lastEval.step !== this.step)) await runEval();
@@ -318,12 +346,16 @@ export class RLDriver {
         checkpointDir: this.state.dir,
         trajectories,
         recoveries: { engines: engines.recoveries, trainers: trainers.recoveries },
+        ...(spec.method === 'opd' || spec.method === 'combine'
+          ? { teacher: { kind: spec.judge.teacher, turns: this.teacherTurns } }
+          : {}),
         evals: this.evals,
         history: this.history,
       };
     } finally {
       this.gate?.close();
       engines.close();
+      judgeEngines.close();
       await actors.close();
     }
   }
@@ -359,6 +391,7 @@ export class RLDriver {
   private async runRl(c: {
     actors: ActorSet;
     engines: EnginePool<ActorHandle<RolloutEngine>>;
+    judge: { engines: EnginePool<ActorHandle<RolloutEngine>>; codec: ChatCodec };
     trainers: TrainerGroup;
     ledger: TrajectoryLedger;
     codec: ChatCodec;
@@ -441,11 +474,13 @@ export class RLDriver {
         rolloutsDone = true;
       });
 
-    const panel = new JudgePanel(this.voters(c.actors), {
+    const panel = new JudgePanel(this.voters(c.actors, c.judge), {
       votes: spec.judge.votes,
       timeoutMs: spec.judge.timeoutMs,
+      voteThreshold: spec.judge.voteThreshold,
       registry: o.registry,
     });
+    const teacherEngines = spec.judge.teacher === 'frozen' ? c.judge.engines : c.engines;
     const opd = spec.method === 'opd' || spec.method === 'combine';
     const judgeLoop = runJudgeLoop({
       rollouts: o.buffers.rollouts,
@@ -463,14 +498,16 @@ export class RLDriver {
             stepRewardCoef: spec.judge.stepRewardCoef,
             opd,
             prm: spec.method === 'combine' || spec.method === 'rl',
-            teacher: (prompt, response) =>
-              c.engines.run(
+            teacher: (prompt, response) => {
+              this.teacherTurns++;
+              return teacherEngines.run(
                 async (engine) =>
                   (await engine.call('computeLogprobs', [...prompt, ...response], prompt.length)).slice(
                     -response.length,
                   ),
                 isPeerLoss,
-              ),
+              );
+            },
             encodeChat: (messages) => c.codec.encodeChat(messages),
             ...(personal
               ? {
@@ -650,15 +687,40 @@ export class RLDriver {
     });
   }
 
-  private voters(actors: ActorSet): VoterRef[] {
+  private voters(
+    actors: ActorSet,
+    engines: { engines: EnginePool<ActorHandle<RolloutEngine>>; codec: ChatCodec },
+  ): VoterRef[] {
     const { judge, user } = this.spec;
     if (judge.backend === 'reaction') return [new ReactionJudge(user!.preference, { mode: judge.mode })];
+    if (actors.judgeEngines.length > 0) {
+      return [
+        new EngineVoter(engines.engines, engines.codec, {
+          model: judge.model!,
+          mode: judge.mode,
+          temperature: judge.temperature!,
+          maxTokens: judge.maxTokens!,
+        }),
+      ];
+    }
     if (actors.voters.length === 0) {
-      throw new ConfigError(
-        'spec.judge: an llm judge needs baseURL (an OpenAI-compatible endpoint serving the judge model) in this version',
-      );
+      throw new ConfigError('spec.resources.judge.replicas: the judge needs at least one replica');
     }
     return actors.voters;
+  }
+
+  /** The model directory in-job judge engines serve (llm judge without baseURL), if any. */
+  private judgeModelDir(policyDir: string): string | undefined {
+    const { judge, model } = this.spec;
+    if (judge.backend !== 'llm' || judge.baseURL) return undefined;
+    if (judge.model === undefined || judge.model === model.path) return policyDir;
+    const dir = resolve(this.o.workingDir, judge.model);
+    if (!existsSync(join(dir, CONFIG_FILE))) {
+      throw new ConfigError(`spec.judge.model: ${dir} holds no model (no ${CONFIG_FILE})`, {
+        fields: { field: 'spec.judge.model', path: dir },
+      });
+    }
+    return dir;
   }
 
   /** Publishes the trainers' weights when due (every `updateWeightsEvery` versions) or forced. */
