@@ -62,10 +62,11 @@ const KEY_TOKENS = Buffer.from(packr.pack('tokenIds'));
 const KEY_LOGPROBS = Buffer.from(packr.pack('logprobs'));
 
 /**
- * Appends one record as a msgpack map: the checked rest of the record (as the schema outputs
- * it), then the three arrays as `bin` values.
+ * Validates one record and appends it as a msgpack map: the checked rest of the record (as the
+ * schema outputs it), then the three arrays as `bin` values. Returns its trajectoryId; throws
+ * as `encodeRecords` does.
  */
-function writeRecord(out: MsgpackWriter, value: unknown): string {
+export function writeRecord(out: MsgpackWriter, value: unknown): string {
   const v = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>;
   const { promptTokenIds, tokenIds, logprobs } = v;
   if (!Array.isArray(promptTokenIds) || !Array.isArray(tokenIds) || !Array.isArray(logprobs)) {

@@ -52,6 +52,33 @@ describe('RedisTrajectoryBuffer', () => {
     expect(deadFields[deadFields.length - 2].toString()).toBe(RECORD_FIELD);
   });
 
+  it('stores records of any size, and appends nothing for a bad record in a later chunk', async () => {
+    const name = uniqueName();
+    const b = new RedisTrajectoryBuffer(url, { cluster, name });
+    const records = [1, 2000, 300, 1, 20_000].map((tokens) =>
+      makeRecord({
+        tokenIds: Array.from({ length: tokens }, (_, i) => i),
+        logprobs: Array.from({ length: tokens }, (_, i) => -i / 7),
+      }),
+    );
+    await b.append(records);
+    const got = await b.read({ group: 'g', consumer: 'c', count: 10 });
+    expect(got.map((e) => e.record)).toEqual(records);
+    expect(await raw.hlen(bufferKeys(cluster, name).payloads)).toBe(records.length);
+    // More records than one MULTI takes, the last one bad: nothing of the batch is stored.
+    const many = Array.from({ length: 600 }, () => makeRecord());
+    many.push({ ...makeRecord(), turn: -1 });
+    await expect(b.append(many)).rejects.toThrow(/turn/);
+    expect(await b.length()).toBe(records.length);
+    await b.destroy();
+  });
+
+  it('refuses ioredis keyPrefix, which would move only some of its keys', () => {
+    expect(() => new RedisTrajectoryBuffer(url, { cluster, redis: { keyPrefix: 'p:' } })).toThrow(
+      /redis\.keyPrefix/,
+    );
+  });
+
   it('destroy deletes every key of the buffer', async () => {
     const name = uniqueName();
     const b = new RedisTrajectoryBuffer(url, { cluster, name, maxDeliveries: 1 });

@@ -6,7 +6,8 @@
  * `stats()`. Keys come from common/redis-keys.ts.
  *
  * A batch of appends is one MULTI (one round trip): an HSET of the encoded records
- * (record-codec.ts) into the payloads hash, then the append script, which XADDs small entries
+ * (record-codec.ts, written straight into the command's bytes: payloads-hset.ts) into the
+ * payloads hash, then the append script, which XADDs small entries
  * (trajectoryId + payload key) for the new ones and drops the duplicates' payloads. The records
  * stay out of Lua because Redis hashes every byte that enters it (see redis-scripts.ts); reads
  * fetch them with one HMGET per batch of entries.
@@ -17,13 +18,8 @@ import { ConfigError, UnavailableError } from '../../common/errors.js';
 import { type BufferKeys, bufferKeys } from '../../common/redis-keys.js';
 import { readJsonl, writeJsonl } from './jsonl.js';
 import { checkGroupName, checkMaxDeliveries, checkMaxLen } from './memory-buffer.js';
-import {
-  decodeRecord,
-  type EncodedRecord,
-  encodeRecords,
-  entryRecord,
-  RECORD_FIELD,
-} from './record-codec.js';
+import { type PayloadsHset, payloadsHset } from './payloads-hset.js';
+import { decodeRecord, entryRecord, RECORD_FIELD } from './record-codec.js';
 import {
   ACK_SCRIPT,
   APPEND_SCRIPT,
@@ -85,6 +81,7 @@ interface Scripts {
 
 /** The MULTI of an append, with the append script as `defineCommand` adds it to pipelines. */
 interface AppendPipeline {
+  sendCommand(command: PayloadsHset['command']): AppendPipeline;
   clawrayBufferAppend(
     stream: string,
     ids: string,
@@ -120,6 +117,12 @@ export class RedisTrajectoryBuffer implements TrajectoryBuffer {
     this.keys = bufferKeys(options.cluster, options.name);
     this.maxLen = checkMaxLen(options.maxLen) ?? 0;
     this.maxDeliveries = checkMaxDeliveries(options.maxDeliveries);
+    // Every key is built in common/redis-keys.ts; ioredis's prefix would reach only some of them
+    // (not XGROUP's, nor the pre-encoded HSET's).
+    if (options.redis?.keyPrefix) {
+      const message = 'trajectory buffer option redis.keyPrefix is not supported: use cluster and name';
+      throw new ConfigError(message, { fields: { field: 'redis.keyPrefix' } });
+    }
     this.redis = new Redis(url, { maxRetriesPerRequest: 3, ...options.redis });
     this.redis.on('error', () => {}); // surfaced through the failing command instead
     this.redis.defineCommand('clawrayBufferAppend', { numberOfKeys: 4, lua: APPEND_SCRIPT });
@@ -134,31 +137,28 @@ export class RedisTrajectoryBuffer implements TrajectoryBuffer {
     this.checkOpen();
     if (records.length === 0) return [];
     // Everything is validated and encoded before anything is sent: a bad record appends nothing.
-    const encoded = encodeRecords(records);
-    const chunks: Promise<string[]>[] = [];
-    for (let start = 0; start < encoded.length; start += APPEND_CHUNK) {
-      // Sent back to back on the connection: the chunks are pipelined, not awaited one by one.
-      chunks.push(this.call(() => this.appendChunk(encoded.slice(start, start + APPEND_CHUNK))));
+    const { payloads } = this.keys;
+    const chunks: [prefix: string, hset: PayloadsHset][] = [];
+    for (let start = 0; start < records.length; start += APPEND_CHUNK) {
+      // Payload keys unique to this call, so a duplicate's payload never overwrites the
+      // original's: this handle's random prefix and a call counter; the script builds the same keys.
+      const prefix = `${this.payloadPrefix}${(this.appendCalls++).toString(36)}:`;
+      const batch = records.slice(start, start + APPEND_CHUNK);
+      chunks.push([prefix, payloadsHset(payloads, prefix, batch)]);
     }
-    return (await Promise.all(chunks)).flat();
+    // Sent back to back on the connection: the chunks are pipelined, not awaited one by one.
+    const ids = await Promise.all(
+      chunks.map(([prefix, hset]) => this.call(() => this.appendChunk(prefix, hset))),
+    );
+    return ids.flat();
   }
 
   /** One MULTI: the records into the payloads hash, then the append script (see the header). */
-  private async appendChunk(chunk: readonly EncodedRecord[]): Promise<string[]> {
+  private async appendChunk(prefix: string, hset: PayloadsHset): Promise<string[]> {
     const { stream, ids, stats, payloads } = this.keys;
-    // Payload keys unique to this call, so a duplicate's payload never overwrites the original's:
-    // this handle's random prefix and a call counter; the script builds the same keys.
-    const prefix = `${this.payloadPrefix}${(this.appendCalls++).toString(36)}:`;
-    const hset = new Array<Arg>(2 * chunk.length);
-    const script = new Array<Arg>(2 + chunk.length);
-    script[0] = this.maxLen;
-    script[1] = prefix;
-    for (let i = 0; i < chunk.length; i++) {
-      hset[2 * i] = prefix + i;
-      hset[2 * i + 1] = chunk[i].bytes;
-      script[2 + i] = chunk[i].trajectoryId;
-    }
-    const multi = this.redis.multi().hset(payloads, ...hset) as unknown as AppendPipeline;
+    const multi = this.redis.multi() as unknown as AppendPipeline;
+    multi.sendCommand(hset.command);
+    const script = [this.maxLen, prefix, ...hset.trajectoryIds];
     const replies = await multi.clawrayBufferAppend(stream, ids, stats, payloads, ...script).exec();
     if (replies === null)
       throw new UnavailableError(`trajectory buffer ${stream}: append transaction aborted`);
