@@ -14,7 +14,8 @@
  *
  * Headers win over body keys. The record of main turn k is completed with `next_state`: the
  * LAST message of the session's next main request (the user's reply or the tool result that
- * followed turn k), which is what the judge scores turn k against. A record is therefore
+ * followed turn k; a gateway's trailing context block is skipped), which is what the judge
+ * scores turn k against. A record is therefore
  * written when the next main turn arrives, when the session is marked done (`next_state` null,
  * `session_done` true), when the session is evicted for being idle, or at shutdown.
  *
@@ -38,7 +39,7 @@ import { dirname } from 'node:path';
 import { ConfigError } from '../../common/errors.js';
 import { type Logger, silentLogger } from '../../common/logger.js';
 import type { ChatMessage, ToolCall, ToolSchema } from './chat-model.js';
-import type { SideCallClassifier } from './side-calls.js';
+import { lastRealMessage, type SideCallClassifier } from './side-calls.js';
 
 export type TurnType = 'main' | 'side';
 
@@ -436,7 +437,7 @@ export class TurnRecorder {
     let handle: TurnHandle = NOOP_HANDLE;
     if (ctx.turnType === 'main') {
       const k = state.nextTurn++;
-      const last = input.messages[input.messages.length - 1];
+      const last = lastRealMessage(input.messages);
       if (k > 0 && last) this.giveNextState(state, k - 1, last);
       const pending: PendingTurn = {
         turn: k,
