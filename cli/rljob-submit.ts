@@ -168,5 +168,7 @@ export function rljobSummaryLine(job: JobView, summary: RLJobSummary | null): st
     resumedFromStep: summary?.resumedFromStep ?? null,
     trajectories: summary?.trajectories ?? null,
     recoveries: summary?.recoveries ?? null,
+    // Mean |trainer − rollout logprob| per step (goal ≤ 1e-3); null before any RL step.
+    logprobAbsDiff: summary?.logprobAbsDiff ?? null,
   });
 }

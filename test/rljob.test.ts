@@ -94,6 +94,7 @@ describe('clawray job submit MANIFEST (the RL pipeline on a cluster of real proc
     expect(summary.heldoutStart).toBeGreaterThanOrEqual(0);
     expect(summary.heldoutEnd).toBeGreaterThanOrEqual(0);
     expect(summary.samplesPerSecond).toBeGreaterThan(0);
+    // The trainer scores at the rollout's temperature: its logprobs are the engine's (float32).
     // Logs without a TTY are plain lines: every step, the evals and the checkpoint.
     expect(stepLines(run.stdout)).toHaveLength(3);
     expect(run.stdout).toMatch(/eval step 0: held-out success/);
@@ -102,6 +103,32 @@ describe('clawray job submit MANIFEST (the RL pipeline on a cluster of real proc
     expect(run.stdout).toMatch(
       /actors ready: 1 rollout engine\(s\), 1 trainer shard\(s\), 1 env pool\(s\), 1 judge voter\(s\)/,
     );
+  });
+
+  it('trains at temperature 0.6 with TIS: the trainer scores as the engine sampled (logprobAbsDiff ≤ 1e-3)', () => {
+    // Synchronous, so that every sample is scored by the weights that drew it: the figure is then
+    // the numerical drift alone (an async step's includes how far the policy moved since).
+    // A reward that differs between any two different conversations, so steps train samples.
+    const reward = 'export default ({ messages }) => JSON.stringify(messages).length / 100;\n';
+    const file = manifest(
+      'temperature',
+      `${TOOLCALL('tc-temperature')
+        .replace('maxTokens: 12 }', 'maxTokens: 12, temperature: 0.6 }')
+        .replace(
+          'train: { steps: 3 }',
+          'train: { steps: 2, async: false, tis: { cap: 2 } }',
+        )}  plugins: { reward: ./plugins/reward.mjs }\n`,
+      { 'plugins/reward.mjs': reward },
+    );
+    const run = clawray(['job', 'submit', file, '--json']);
+    expect(run.code).toBe(0);
+    const trained = stepLines(run.stdout).filter((l) => !/ 0 samples /.test(l));
+    expect(trained.length).toBeGreaterThan(0);
+    for (const line of trained) expect(line).toMatch(/logprob drift \S+, tis weight \d\.\d{3}/);
+    const summary = summaryOf(run.stdout);
+    expect(summary.steps).toBe(2);
+    expect(summary.logprobAbsDiff).toBeGreaterThanOrEqual(0);
+    expect(summary.logprobAbsDiff).toBeLessThanOrEqual(1e-3);
   });
 
   it('runs the same job synchronously: no sample is ever behind the policy', () => {

@@ -153,17 +153,27 @@ export function loadModelDir(dir: string, options: LoadModelDirOptions = {}): Mo
 }
 
 /** The text of a chat prompt: the model's chat template with the generation prompt. */
-export function renderChatPrompt(model: ModelDir, messages: ChatMessage[], tools?: ToolSchema[]): string {
+export function renderChatPrompt(
+  model: ModelDir,
+  messages: ChatMessage[],
+  tools?: ToolSchema[],
+  extra?: Record<string, unknown>,
+): string {
   if (!model.chatTemplate) {
     throw new ConfigError(
       `${model.dir} has no chat template (tokenizer_config.json chat_template); it is a base model`,
       { fields: { modelDir: model.dir } },
     );
   }
-  return model.chatTemplate.render({ messages, tools, addGenerationPrompt: true });
+  return model.chatTemplate.render({ messages, tools, addGenerationPrompt: true, extra });
 }
 
 /** The token ids of a chat prompt: the model's chat template with the generation prompt. */
-export function encodeChatPrompt(model: ModelDir, messages: ChatMessage[], tools?: ToolSchema[]): number[] {
-  return model.tokenizer.encode(renderChatPrompt(model, messages, tools), { addSpecialTokens: false });
+export function encodeChatPrompt(
+  model: ModelDir,
+  messages: ChatMessage[],
+  tools?: ToolSchema[],
+  extra?: Record<string, unknown>,
+): number[] {
+  return model.tokenizer.encode(renderChatPrompt(model, messages, tools, extra), { addSpecialTokens: false });
 }

@@ -61,9 +61,12 @@ export class Tokenizer {
   readonly addedTokens: ReadonlyMap<number, string>;
   private readonly hf: HfTokenizer;
   private readonly specialIds: Set<number>;
+  /** The decoder maps byte-level pieces back to bytes (GPT-2 / Qwen / Llama-3 style). */
+  private readonly byteLevel: boolean;
 
-  private constructor(hf: HfTokenizer, config: TokenizerConfigJson, source: string) {
+  private constructor(hf: HfTokenizer, config: TokenizerConfigJson, source: string, byteLevel: boolean) {
     this.hf = hf;
+    this.byteLevel = byteLevel;
     this.source = source;
     let max = -1;
     for (const id of hf.get_vocab(true).values()) if (id > max) max = id;
@@ -144,7 +147,7 @@ export class Tokenizer {
         fields: { file: source },
       });
     }
-    return new Tokenizer(hf, config, source);
+    return new Tokenizer(hf, config, source, hasByteLevelDecoder(json.decoder));
   }
 
   /** `tokenizer.json` (required) and `tokenizer_config.json` (optional) from a model directory. */
@@ -194,6 +197,37 @@ export class Tokenizer {
   isSpecial(id: number): boolean {
     return this.specialIds.has(id);
   }
+
+  /**
+   * The raw bytes of one token (OpenAI's `logprobs.bytes`): a byte-level piece mapped back to
+   * its bytes, which may be part of a UTF-8 character; a `<0xNN>` byte-fallback piece as that
+   * byte; anything else as the UTF-8 of its text.
+   */
+  tokenBytes(id: number): number[] {
+    const added = this.addedTokens.get(id);
+    if (added !== undefined) return [...Buffer.from(added, 'utf8')];
+    const piece = this.hf.id_to_token(id);
+    if (piece === undefined) return [];
+    if (this.byteLevel) {
+      const bytes: number[] = [];
+      for (const ch of piece) {
+        const b = UNICODE_TO_BYTE.get(ch);
+        if (b === undefined) return [...Buffer.from(this.decode([id]), 'utf8')];
+        bytes.push(b);
+      }
+      return bytes;
+    }
+    const fallback = /^<0x([0-9A-Fa-f]{2})>$/.exec(piece);
+    if (fallback) return [Number.parseInt(fallback[1], 16)];
+    return [...Buffer.from(this.decode([id]), 'utf8')];
+  }
+}
+
+function hasByteLevelDecoder(decoder: unknown): boolean {
+  if (!decoder || typeof decoder !== 'object') return false;
+  const d = decoder as { type?: unknown; decoders?: unknown };
+  if (d.type === 'ByteLevel') return true;
+  return Array.isArray(d.decoders) && d.decoders.some(hasByteLevelDecoder);
 }
 
 function readJsonFile(file: string, what: string): unknown {
@@ -231,6 +265,8 @@ export const BYTE_TO_UNICODE: readonly string[] = (() => {
   for (let b = 0; b < 256; b++) if (table[b] === undefined) table[b] = String.fromCharCode(256 + n++);
   return table;
 })();
+
+const UNICODE_TO_BYTE: ReadonlyMap<string, number> = new Map(BYTE_TO_UNICODE.map((ch, b) => [ch, b]));
 
 /** GPT-2's vocabulary order for the 256 byte tokens: printable bytes first, then the rest. */
 function byteTokenOrder(): number[] {

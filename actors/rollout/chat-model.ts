@@ -12,8 +12,15 @@ export interface ChatModel {
   /** The id served in /v1/models and accepted as `model`. */
   readonly id: string;
   readonly weightVersion: number;
-  /** The chat template applied with a generation prompt, as token ids. */
-  encodeChat(messages: ChatMessage[], tools?: ToolSchema[]): number[];
+  /**
+   * The chat template applied with a generation prompt, as token ids. `templateKwargs` are
+   * more template variables (vLLM's `chat_template_kwargs`, e.g. Qwen3's `enable_thinking`).
+   */
+  encodeChat(messages: ChatMessage[], tools?: ToolSchema[], templateKwargs?: Record<string, unknown>): number[];
+  /** Plain text as token ids, no template (`/v1/completions`, forced tool-call prefixes). */
+  encodeText?(text: string): number[];
+  /** The raw bytes of one token (a byte-level token may hold part of a character). */
+  tokenBytes?(tokenId: number): number[];
   /** Tokens a prompt and its generation may hold together (the model's context). */
   readonly maxContext?: number;
   /**
@@ -25,6 +32,7 @@ export interface ChatModel {
     messages: ChatMessage[],
     tools: ToolSchema[] | undefined,
     maxTokens: number,
+    templateKwargs?: Record<string, unknown>,
   ): Promise<number[]>;
   decode(tokenIds: number[]): string;
   /** The text of one token, for logprob entries. */

@@ -93,8 +93,13 @@ export class RolloutEngine {
     return { ...result, content, toolCalls };
   }
 
-  async computeLogprobs(tokenIds: number[], fromIndex = 1): Promise<number[]> {
-    return (await this.loading).computeLogprobs(tokenIds, fromIndex);
+  /**
+   * The logprob of each token from `fromIndex` on after the ones before it, at `temperature`
+   * (default 1): the temperature the tokens were sampled with, so that a teacher's numbers
+   * compare with the rollout's (see sampler.ts).
+   */
+  async computeLogprobs(tokenIds: number[], fromIndex = 1, temperature = 1): Promise<number[]> {
+    return (await this.loading).engine.computeLogprobs(tokenIds, fromIndex, temperature);
   }
 
   /** New weights by Hugging Face name (a plain object of Float32Arrays arrives over the wire). */

@@ -56,6 +56,33 @@ describe('GenerationEngine on an exported tiny model', () => {
     for (let k = 0; k < scored.length; k++) expect(Math.abs(scored[k] - out.logprobs[k])).toBeLessThan(1e-4);
   });
 
+  it('scores at the temperature the tokens were sampled with; greedy ones at 1, as recorded', async () => {
+    const ids = (r: { promptTokenIds: number[]; tokenIds: number[] }) => [...r.promptTokenIds, ...r.tokenIds];
+    const hot = await engine.generate({
+      promptTokenIds: prompt(4),
+      maxTokens: 12,
+      temperature: 0.6,
+      seed: 5,
+    });
+    const start = hot.promptTokenIds.length;
+    const atT = await engine.computeLogprobs(ids(hot), start, 0.6);
+    const atOne = await engine.computeLogprobs(ids(hot), start);
+    let drift = 0;
+    for (let k = 0; k < atT.length; k++) {
+      expect(Math.abs(atT[k] - hot.logprobs[k])).toBeLessThan(1e-6);
+      drift += Math.abs(atOne[k] - hot.logprobs[k]) / atT.length;
+    }
+    // Scored at 1 instead, the same tokens are far off (the bug the temperature argument fixes).
+    expect(drift).toBeGreaterThan(1e-2);
+    const greedy = await engine.generate({ promptTokenIds: prompt(4), maxTokens: 6, temperature: 0 });
+    const scored = await engine.computeLogprobs(ids(greedy), start, 0);
+    for (let k = 0; k < scored.length; k++)
+      expect(Math.abs(scored[k] - greedy.logprobs[k])).toBeLessThan(1e-6);
+    await expect(engine.computeLogprobs(ids(greedy), start, -1)).rejects.toThrow(
+      'temperature must be a number ≥ 0, got -1',
+    );
+  });
+
   it('samples reproducibly from a seed and stops on stop tokens', async () => {
     const a = await engine.generate({ promptTokenIds: prompt(1), maxTokens: 10, temperature: 1, seed: 9 });
     const b = await engine.generate({ promptTokenIds: prompt(1), maxTokens: 10, temperature: 1, seed: 9 });

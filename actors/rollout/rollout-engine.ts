@@ -248,13 +248,20 @@ export class GenerationEngine {
 
   /**
    * Logprob of each given token after the ones before it (teacher scoring for on-policy
-   * distillation), for positions `fromIndex` (≥ 1) to the end.
+   * distillation), for positions `fromIndex` (≥ 1) to the end, under softmax(logits /
+   * temperature): pass the temperature the tokens were sampled with, so that the numbers
+   * compare with the sampled logprobs (0, greedy, scores at 1 as the sampler records it).
    */
-  async computeLogprobs(tokenIds: number[], fromIndex = 1): Promise<number[]> {
+  async computeLogprobs(tokenIds: number[], fromIndex = 1, temperature = 1): Promise<number[]> {
     if (fromIndex < 1 || fromIndex > tokenIds.length) {
       throw new ConfigError(
         `fromIndex must be between 1 and ${tokenIds.length} (the first token has no logprob)`,
       );
+    }
+    if (!Number.isFinite(temperature) || temperature < 0) {
+      throw new ConfigError(`temperature must be a number ≥ 0, got ${temperature}`, {
+        fields: { temperature },
+      });
     }
     const { vocab } = this.decoder.layout;
     const n = tokenIds.length;
@@ -262,7 +269,7 @@ export class GenerationEngine {
     const result: number[] = [];
     for (let i = fromIndex; i < n; i++) {
       const row = out.logits.subarray((i - 1) * vocab, i * vocab);
-      result.push(logSoftmax(row)[tokenIds[i]]);
+      result.push(logSoftmax(row, temperature)[tokenIds[i]]);
     }
     return result;
   }

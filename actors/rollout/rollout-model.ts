@@ -127,18 +127,27 @@ export class RolloutModel implements ChatModel {
     return this.model;
   }
 
-  encodeChat(messages: ChatMessage[], tools?: ToolSchema[]): number[] {
-    return encodeChatPrompt(this.model, messages, tools);
+  encodeChat(messages: ChatMessage[], tools?: ToolSchema[], templateKwargs?: Record<string, unknown>): number[] {
+    return encodeChatPrompt(this.model, messages, tools, templateKwargs);
+  }
+
+  encodeText(text: string): number[] {
+    return this.model.tokenizer.encode(text, { addSpecialTokens: false });
+  }
+
+  tokenBytes(tokenId: number): number[] {
+    return this.model.tokenizer.tokenBytes(tokenId);
   }
 
   encodeChatWithin(
     messages: ChatMessage[],
     tools: ToolSchema[] | undefined,
     maxTokens: number,
+    templateKwargs?: Record<string, unknown>,
   ): Promise<number[]> {
     const tokenizer = this.model.tokenizer;
     return encodeWithin(
-      renderChatPrompt(this.model, messages, tools),
+      renderChatPrompt(this.model, messages, tools, templateKwargs),
       (text) => tokenizer.encode(text, { addSpecialTokens: false }),
       maxTokens,
     );

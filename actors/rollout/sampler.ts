@@ -1,9 +1,15 @@
 /**
  * Picks the next token from a row of logits: temperature, top-k, top-p (nucleus), seeded.
  * The logprob returned is the sampled token's log-probability under the temperature-scaled
- * distribution before top-k/top-p truncation, which is what a trainer recomputes from the
- * same logits at the same temperature; with temperature 0 (greedy) it is under the raw
- * distribution.
+ * distribution softmax(logits / T) before top-k/top-p truncation, which is what the trainer
+ * (TrainSample.temperature) and the teacher (`computeLogprobs(…, T)`) recompute from the same
+ * logits at the same temperature.
+ *
+ * Temperature 0 (greedy) is not a draw from any distribution: its logprob is taken under the
+ * untempered distribution softmax(logits) (`scoringTemperature(0)` is 1), so that scoring a
+ * greedy output at "its" temperature gives back the recorded numbers. Greedy outputs are for
+ * evaluation; the trainer refuses a sample whose temperature is 0 (PPO's ratio needs the
+ * behaviour policy's probability of the token, which greedy decoding does not have).
  */
 
 export { seededRandom } from '../../common/random.js';
@@ -19,9 +25,14 @@ export interface SamplingParams {
 
 export const DEFAULT_SAMPLING: SamplingParams = { temperature: 1, topP: 1, topK: 0 };
 
+/** The temperature a logprob is taken at: T itself, and 1 for greedy (T = 0; see the header). */
+export function scoringTemperature(temperature: number): number {
+  return temperature > 0 ? temperature : 1;
+}
+
 /** log-softmax of `logits / temperature` at every index (temperature 0 → 1). */
 export function logSoftmax(logits: ArrayLike<number>, temperature = 1): Float64Array {
-  const t = temperature > 0 ? temperature : 1;
+  const t = scoringTemperature(temperature);
   const out = new Float64Array(logits.length);
   let max = Number.NEGATIVE_INFINITY;
   for (let i = 0; i < logits.length; i++) {

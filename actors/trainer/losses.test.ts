@@ -13,6 +13,7 @@ import {
   sftLoss,
   topKDistillationLoss,
   topKReverseKlPerToken,
+  truncatedImportanceWeights,
 } from './rl-index.js';
 
 const ln = Math.log;
@@ -198,6 +199,108 @@ describe('ppoClipLoss', () => {
       }
     });
   }
+});
+
+function expectClose(got: number[], want: number[]): void {
+  expect(got).toHaveLength(want.length);
+  for (let i = 0; i < want.length; i++) expect(got[i]).toBeCloseTo(want[i], 5);
+}
+
+describe('truncated importance sampling', () => {
+  // proximal − rollout = [ln 0.5, 0, ln 1.5, ln 3] → weights [0.5, 1, 1.5, 3], capped at 2.
+  const proximal = [[ln(0.5) - 1, -1, ln(1.5) - 1, ln(3) - 1]];
+  const rollout = [[-1, -1, -1, -1]];
+
+  it('weights each token by min(exp(proximal − rollout), cap)', () => {
+    const w = tf.tidy(() =>
+      truncatedImportanceWeights({
+        proximalLogprobs: tf.tensor2d(proximal),
+        rolloutLogprobs: tf.tensor2d(rollout),
+        cap: 2,
+      }),
+    );
+    const got = values(w);
+    expectClose(got, [0.5, 1, 1.5, 2]);
+    expect(() =>
+      tf.tidy(() =>
+        truncatedImportanceWeights({
+          proximalLogprobs: tf.tensor2d(proximal),
+          rolloutLogprobs: tf.tensor2d(rollout),
+          cap: 1,
+        }),
+      ),
+    ).toThrow('the TIS cap must be > 1, got 1');
+  });
+
+  it('multiplies the PPO token loss by the weights, against the proximal policy', () => {
+    tf.tidy(() => {
+      // The current policy is the proximal one moved by a ratio r = [1, 1.1, 1.5, 0.7]; A = +1.
+      const r = [1, 1.1, 1.5, 0.7];
+      const logprobs = tf.tensor2d([proximal[0].map((p, i) => p + ln(r[i]))]);
+      const mask = tf.ones([1, 4]);
+      const weights = truncatedImportanceWeights({
+        proximalLogprobs: tf.tensor2d(proximal),
+        rolloutLogprobs: tf.tensor2d(rollout),
+        cap: 2,
+      });
+      const out = ppoClipLoss({
+        logprobs,
+        oldLogprobs: tf.tensor2d(proximal),
+        advantages: tf.tensor1d([1]),
+        mask,
+        importanceWeights: weights,
+      });
+      // Token losses −min(r, clip(r, 0.8, 1.28)) = [−1, −1.1, −1.28, −0.7], times [0.5, 1, 1.5, 2]:
+      // [−0.5, −1.1, −1.92, −1.4]; token mean −4.92 / 4 = −1.23.
+      const tokenLoss = Array.from(out.tokenLoss.dataSync());
+      expectClose(tokenLoss, [-0.5, -1.1, -1.92, -1.4]);
+      expect(out.loss.dataSync()[0]).toBeCloseTo(-1.23, 5);
+      // The weight carries no gradient: d loss / d logp_i = −w_i·r_i / 4 where unclipped, 0 where clipped.
+      const grad = tf.grad(
+        (lp: tf.Tensor) =>
+          ppoClipLoss({
+            logprobs: lp,
+            oldLogprobs: tf.tensor2d(proximal),
+            advantages: tf.tensor1d([1]),
+            mask,
+            importanceWeights: weights,
+          }).loss,
+      )(logprobs);
+      const g = Array.from(grad.dataSync());
+      expectClose(g, [-0.5 / 4, -1.1 / 4, 0, -1.4 / 4]);
+    });
+  });
+
+  it('with cap = ∞ on fresh samples (proximal = rollout) is plain PPO', () => {
+    tf.tidy(() => {
+      const old = tf.tensor2d([
+        [-1.2, -0.4, -2.0],
+        [-0.3, -0.9, -1.1],
+      ]);
+      const logprobs = tf.add(
+        old,
+        tf.tensor2d([
+          [0.1, -0.3, 0.4],
+          [0.05, 0.5, -0.2],
+        ]),
+      );
+      const advantages = tf.tensor1d([1, -1]);
+      const mask = tf.tensor2d([
+        [1, 1, 1],
+        [1, 1, 0],
+      ]);
+      const weights = truncatedImportanceWeights({
+        proximalLogprobs: old,
+        rolloutLogprobs: old,
+        cap: Infinity,
+      });
+      expect(Array.from(weights.dataSync())).toEqual([1, 1, 1, 1, 1, 1]);
+      const plain = ppoClipLoss({ logprobs, oldLogprobs: old, advantages, mask });
+      const tis = ppoClipLoss({ logprobs, oldLogprobs: old, advantages, mask, importanceWeights: weights });
+      expect(tis.loss.dataSync()[0]).toBe(plain.loss.dataSync()[0]);
+      expect(tis.clipFraction.dataSync()[0]).toBe(plain.clipFraction.dataSync()[0]);
+    });
+  });
 });
 
 describe('klK3', () => {

@@ -76,6 +76,11 @@ export interface PpoClipInput {
   clipHigh?: number;
   /** Dual clip (slime's eps_clip_c, > 1): for negative advantages the token loss is at most −c·A. */
   clipC?: number;
+  /**
+   * Per-token weights [batch, seq] the token loss is multiplied by, without gradient: the
+   * truncated importance weights of off-policy samples (`truncatedImportanceWeights`).
+   */
+  importanceWeights?: tf.Tensor;
   aggregation?: LossAggregation;
 }
 
@@ -91,8 +96,9 @@ export interface PpoClipOutput {
 
 /**
  * PPO clipped policy loss: ratio = exp(logp − old); token loss = max(−A·ratio,
- * −A·clip(ratio, 1 − clipLow, 1 + clipHigh)) = −min(ratio·A, clip(ratio)·A), aggregated over
- * the mask. Gradients flow through `logprobs` only.
+ * −A·clip(ratio, 1 − clipLow, 1 + clipHigh)) = −min(ratio·A, clip(ratio)·A), times the
+ * token's importance weight when given, aggregated over the mask. Gradients flow through
+ * `logprobs` only.
  */
 export function ppoClipLoss({
   logprobs,
@@ -102,10 +108,12 @@ export function ppoClipLoss({
   clipLow = 0.2,
   clipHigh = 0.28,
   clipC,
+  importanceWeights,
   aggregation = 'token-mean',
 }: PpoClipInput): PpoClipOutput {
   checkShape(logprobs, mask, 'ppoClipLoss logprobs');
   checkShape(oldLogprobs, mask, 'ppoClipLoss oldLogprobs');
+  if (importanceWeights !== undefined) checkShape(importanceWeights, mask, 'ppoClipLoss importanceWeights');
   if (clipC !== undefined && !(clipC > 1)) throw new RangeError(`clipC must be > 1, got ${clipC}`);
   return tf.tidy(() => {
     const m = asFloat(mask);
@@ -122,6 +130,7 @@ export function ppoClipLoss({
       const bound = tf.neg(tf.mul(a, clipC));
       tokenLoss = tf.where(tf.less(a, 0), tf.minimum(tokenLoss, bound), tokenLoss);
     }
+    if (importanceWeights !== undefined) tokenLoss = tf.mul(tokenLoss, stopGradient(importanceWeights));
     const clipped = tf.cast(tf.greater(pg2, pg1), 'float32');
     return {
       loss: aggregate(tokenLoss, m, aggregation),
@@ -130,6 +139,37 @@ export function ppoClipLoss({
       tokenLoss: tokenLoss as tf.Tensor2D,
     };
   });
+}
+
+export interface TruncatedImportanceInput {
+  /** The policy's logprobs before this step's update (the proximal policy), [batch, seq]. */
+  proximalLogprobs: tf.Tensor;
+  /** The rollout (behaviour) policy's logprobs of the same tokens, [batch, seq]. */
+  rolloutLogprobs: tf.Tensor;
+  /** Largest weight (> 1); Infinity leaves the weights untruncated. */
+  cap: number;
+}
+
+/**
+ * Truncated importance sampling for stale samples (slime's `--use-tis`, AReaL's decoupled PPO):
+ * per-token weights min(exp(proximal − rollout), cap), [batch, seq], without gradient. Used
+ * with PPO whose "old" logprobs are the proximal ones: the clip then bounds the step from the
+ * current policy, and the weight corrects for the rollout having been sampled by an older one.
+ */
+export function truncatedImportanceWeights({
+  proximalLogprobs,
+  rolloutLogprobs,
+  cap,
+}: TruncatedImportanceInput): tf.Tensor2D {
+  if (!(cap > 1)) throw new RangeError(`the TIS cap must be > 1, got ${cap}`);
+  if (proximalLogprobs.rank !== 2 || proximalLogprobs.shape.join() !== rolloutLogprobs.shape.join()) {
+    throw new RangeError(
+      `truncatedImportanceWeights: expected two [batch, seq] tensors of one shape, got ${proximalLogprobs.shape} and ${rolloutLogprobs.shape}`,
+    );
+  }
+  return tf.tidy(
+    () => stopGradient(tf.minimum(tf.exp(tf.sub(proximalLogprobs, rolloutLogprobs)), cap)) as tf.Tensor2D,
+  );
 }
 
 export type KlEstimator = 'k1' | 'k2' | 'k3';

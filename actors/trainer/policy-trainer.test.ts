@@ -217,22 +217,111 @@ describe('PolicyTrainer', () => {
     expect(c).not.toEqual(a);
   });
 
-  it('scores the rollout engine’s own samples with a logprob difference ≤ 1e-3', async () => {
+  /** The rollout engine's own samples at `temperature`, with its teacher scores of them. */
+  async function engineSamples(temperature: number) {
     const rollout = await RolloutModel.load({ modelDir: join(root, 'tiny') });
-    const prompt = rollout.encodeChat([{ role: 'user', content: 'score me' }]);
-    const out = await rollout.generate({ promptTokenIds: prompt, maxTokens: 12, temperature: 1, seed: 3 });
-    await rollout.close();
+    try {
+      const out: Array<{ sample: TrainSample; teacher: number[] }> = [];
+      for (let seed = 0; seed < 3; seed++) {
+        const prompt = rollout.encodeChat([{ role: 'user', content: `score me ${seed}` }]);
+        const r = await rollout.generate({ promptTokenIds: prompt, maxTokens: 16, temperature, seed });
+        const tokenIds = [...prompt, ...r.tokenIds];
+        out.push({
+          sample: {
+            tokenIds,
+            responseStart: prompt.length,
+            oldLogprobs: r.logprobs,
+            advantages: 1,
+            temperature,
+          },
+          teacher: await rollout.engine.computeLogprobs(tokenIds, prompt.length, temperature),
+        });
+      }
+      return out;
+    } finally {
+      await rollout.close();
+    }
+  }
+
+  const meanAbsDiff = (a: number[][], b: number[][]) => {
+    const d = a.flatMap((row, i) => row.map((v, k) => Math.abs(v - b[i][k])));
+    return d.reduce((x, y) => x + y, 0) / d.length;
+  };
+
+  it.each([1.0, 0.6])(
+    'scores the rollout engine’s own samples at temperature %s: trainer and teacher within 1e-3',
+    async (temperature) => {
+      const drawn = await engineSamples(temperature);
+      const rolloutLogprobs = drawn.map((d) => d.sample.oldLogprobs!);
+      expect(
+        meanAbsDiff(
+          drawn.map((d) => d.teacher),
+          rolloutLogprobs,
+        ),
+      ).toBeLessThan(1e-3);
+      const decoder = new TfjsDecoder(model.config, model.weights);
+      const trainer = new PolicyTrainer(decoder, options);
+      const metrics = await trainer.step(drawn.map((d) => d.sample));
+      expect(metrics.logprobAbsDiff).toBeLessThan(1e-3);
+      if (temperature !== 1) {
+        // Scored at T = 1 instead (the bug this guards against), the numbers drift far apart.
+        const flat = await trainer.step(drawn.map((d) => ({ ...d.sample, temperature: 1 })));
+        expect(flat.logprobAbsDiff).toBeGreaterThan(1e-2);
+      }
+      decoder.dispose();
+    },
+  );
+
+  it('refuses a greedy (temperature 0) sample', async () => {
     const decoder = new TfjsDecoder(model.config, model.weights);
     const trainer = new PolicyTrainer(decoder, options);
-    const metrics = await trainer.step([
-      {
-        tokenIds: [...prompt, ...out.tokenIds],
-        responseStart: prompt.length,
-        oldLogprobs: out.logprobs,
-        advantages: 1,
-      },
-    ]);
-    expect(metrics.logprobDiff).toBeLessThan(1e-3);
+    await expect(trainer.step([{ ...samples[0], temperature: 0 }])).rejects.toThrow(
+      'sample 0: temperature must be > 0 (the temperature its response was sampled with), got 0',
+    );
+    decoder.dispose();
+  });
+
+  it('TIS with cap ∞ on fresh samples takes the plain PPO step', async () => {
+    const drawn = (await engineSamples(0.6)).map((d) => d.sample);
+    const plain = new PolicyTrainer(new TfjsDecoder(model.config, model.weights), options);
+    const tis = new PolicyTrainer(new TfjsDecoder(model.config, model.weights), {
+      ...options,
+      tis: { cap: Number.POSITIVE_INFINITY },
+    });
+    const a = await plain.step(drawn);
+    const b = await tis.step(drawn);
+    expect(a.tisWeight).toBeUndefined();
+    expect(b.tisWeight).toBeCloseTo(1, 5);
+    expect(b.tisTruncated).toBe(0);
+    expect(b.loss).toBeCloseTo(a.loss, 5);
+    expect(b.gradNorm).toBeCloseTo(a.gradNorm, 4);
+    const wa = plain.decoder.readWeights();
+    const wb = tis.decoder.readWeights();
+    let maxDiff = 0;
+    for (const [name, w] of wa)
+      for (let i = 0; i < w.length; i++) maxDiff = Math.max(maxDiff, Math.abs(w[i] - wb.get(name)![i]));
+    expect(maxDiff).toBeLessThan(1e-6);
+    plain.decoder.dispose();
+    tis.decoder.dispose();
+  });
+
+  it('TIS truncates the weight of off-policy samples at the cap and trains against the proximal policy', async () => {
+    // The rollout policy gave every token e^-1 of the probability the current one does:
+    // weight exp(proximal − rollout) = e ≈ 2.72, truncated at 2. PPO against the proximal
+    // policy has ratio 1 on the first pass, so each token's loss is −A·w = −2 (A = 1).
+    const drawn = (await engineSamples(0.6)).map((d) => d.sample);
+    const decoder = new TfjsDecoder(model.config, model.weights);
+    const stale = drawn.map((s) => ({ ...s, oldLogprobs: s.oldLogprobs!.map((l) => l - 1) }));
+    const trainer = new PolicyTrainer(decoder, { ...options, tis: { cap: 2 } });
+    const m = await trainer.step(stale);
+    expect(m.tisWeight).toBeCloseTo(2, 5);
+    expect(m.tisTruncated).toBe(1);
+    expect(m.pgLoss).toBeCloseTo(-2, 4);
+    expect(m.clipFraction).toBe(0);
+    expect(m.logprobAbsDiff).toBeCloseTo(1, 3);
+    expect(() => new PolicyTrainer(decoder, { ...options, tis: { cap: 1 } })).toThrow(
+      'tis.cap must be a number > 1, got 1',
+    );
     decoder.dispose();
   });
 
@@ -245,6 +334,9 @@ describe('PolicyTrainer', () => {
     );
     await expect(trainer.step([])).rejects.toThrow('at least one sample');
     await trainer.step(samples);
+    // Tempered logits and the TIS pass leave nothing behind either.
+    const tis = new PolicyTrainer(decoder, { ...options, tis: { cap: 2 } });
+    await tis.step(samples.map((s) => ({ ...s, temperature: 0.6 })));
     decoder.dispose();
     expect(tf.memory().numTensors).toBe(before);
   });

@@ -5,13 +5,20 @@
  * global-norm clipping and AdamW. Losses are sums over this shard's tokens divided by the
  * GLOBAL token count, so N shards that sum their gradients take exactly the step one shard
  * would take on the whole batch.
+ *
+ * Every logprob is taken at the temperature the sample was drawn with (softmax(logits / T),
+ * the distribution the rollout engine recorded, as slime divides by the rollout temperature):
+ * the PPO ratio, the KL, the entropy and the drift metric `logprobAbsDiff` all see the policy
+ * the rollout sampled from. With truncated importance sampling (`tis`) the step first scores
+ * every sample under the current weights without gradient (the proximal policy), trains PPO
+ * against those, and weights each token by min(exp(proximal − rollout), cap).
  */
 import * as tf from '@tensorflow/tfjs';
 import { ConfigError } from '../../common/errors.js';
 import type { TfjsDecoder } from '../models/tfjs-decoder.js';
 import { tokenLogprobs } from '../models/tfjs-decoder.js';
 import { clipGradNorm } from './grad-clip.js';
-import { klPerToken, ppoClipLoss, tokenEntropy } from './losses.js';
+import { klPerToken, ppoClipLoss, tokenEntropy, truncatedImportanceWeights } from './losses.js';
 import { type LrScheduleOptions, lrAt } from './lr-schedule.js';
 import { AdamW, type AdamWOptions, canonicalOrder, flattenGrads, unflatten } from './optimizer.js';
 
@@ -24,8 +31,23 @@ export interface TrainSample {
   oldLogprobs?: number[];
   /** RL: one advantage for the whole response, or one per response token. */
   advantages?: number | number[];
-  /** RL with a KL penalty: the frozen reference policy's logprob of each response token. */
+  /**
+   * RL with a KL penalty: the frozen reference policy's logprob of each response token, at the
+   * sample's temperature (as the policy's are taken).
+   */
   refLogprobs?: number[];
+  /**
+   * The temperature the response was sampled with (default 1): logprobs are taken under
+   * softmax(logits / temperature), the distribution `oldLogprobs` are under. Must be > 0: a
+   * greedy (temperature 0) output is no sample of a distribution, and is refused.
+   */
+  temperature?: number;
+}
+
+/** Truncated importance sampling for stale samples (slime's `--use-tis`, AReaL's decoupled PPO). */
+export interface TisOptions {
+  /** The largest importance weight exp(proximal − rollout) a token gets (> 1; Infinity: none). */
+  cap: number;
 }
 
 export interface PolicyTrainerOptions {
@@ -49,6 +71,8 @@ export interface PolicyTrainerOptions {
   microBatchSize?: number;
   /** Replaces the RL loss (PPO clip + KL + entropy) of `method: 'rl'` steps. */
   customLoss?: CustomLoss;
+  /** Truncated importance sampling of RL steps; absent: off (PPO against the rollout logprobs). */
+  tis?: TisOptions;
 }
 
 export interface StepOptions {
@@ -67,11 +91,15 @@ export interface StepOptions {
  * token count, differentiates it and reports it as the policy-gradient loss.
  */
 export type CustomLoss = (input: {
-  /** [batch, len, vocab] logits of the policy being trained. */
+  /** [batch, len, vocab] logits of the policy being trained, divided by each sample's temperature. */
   logits: tf.Tensor3D;
-  /** [batch, len] logprob of each target token under the policy. */
+  /** [batch, len] logprob of each target token under the policy (at the sample's temperature). */
   logprobs: tf.Tensor2D;
+  /** The rollout engine's logprobs. */
   oldLogprobs: tf.Tensor2D;
+  /** With `tis`: the proximal policy's logprobs (no gradient) and the truncated weights. */
+  proximalLogprobs?: tf.Tensor2D;
+  tisWeights?: tf.Tensor2D;
   advantages: tf.Tensor2D;
   refLogprobs: tf.Tensor2D;
   /** 1 on response tokens, 0 elsewhere. */
@@ -90,8 +118,15 @@ export interface StepMetrics {
   gradNorm: number;
   lr: number;
   tokens: number;
-  /** Mean |trainer logprob − rollout logprob| over this shard's response tokens (RL). */
-  logprobDiff: number;
+  /**
+   * Mean |trainer logprob − rollout logprob| over this shard's response tokens (RL; 0 for SFT),
+   * both at the sample's temperature: how far the trainer's numbers drift from the engine's.
+   */
+  logprobAbsDiff: number;
+  /** With `tis`: the mean truncated importance weight over this shard's response tokens. */
+  tisWeight?: number;
+  /** With `tis`: the share of response tokens whose weight was truncated at the cap. */
+  tisTruncated?: number;
 }
 
 /** Sums a flat gradient buffer across data-parallel ranks, in place. */
@@ -104,6 +139,10 @@ interface Batch {
   oldLogprobs: number[][];
   advantages: number[][];
   refLogprobs: number[][];
+  /** 1 / temperature of each sample; undefined when every sample is at temperature 1. */
+  inverseTemperature?: number[];
+  /** With TIS: the proximal policy's logprobs, laid out as oldLogprobs. */
+  proximal?: number[][];
   tokens: number;
 }
 
@@ -118,6 +157,11 @@ export class PolicyTrainer {
     readonly decoder: TfjsDecoder,
     private readonly options: PolicyTrainerOptions,
   ) {
+    if (options.tis !== undefined && !(options.tis.cap > 1)) {
+      throw new ConfigError(`tis.cap must be a number > 1, got ${options.tis.cap}`, {
+        fields: { field: 'tis.cap' },
+      });
+    }
     this.optimizer = new AdamW(options.optimizer);
     // With LoRA only the adapters train; otherwise every weight.
     const trainable = decoder.trainableVariables;
@@ -148,7 +192,17 @@ export class PolicyTrainer {
     // Every micro-batch's loss is already divided by the global token count, so summing
     // their gradients gives exactly the gradient of the whole batch.
     let flat: Float32Array | undefined;
-    const totals = { loss: 0, pg: 0, kl: 0, entropy: 0, clipped: 0, diff: 0, tokens: 0 };
+    const totals = {
+      loss: 0,
+      pg: 0,
+      kl: 0,
+      entropy: 0,
+      clipped: 0,
+      diff: 0,
+      tis: 0,
+      truncated: 0,
+      tokens: 0,
+    };
     for (let start = 0; start < samples.length; start += size) {
       const seed = ((this.options.seed ?? 0) * 100_003 + this.optimizer.stepsTaken) * 1_000 + start;
       const part = await this.backward(
@@ -165,6 +219,8 @@ export class PolicyTrainer {
       totals.entropy += part.entropySum;
       totals.clipped += part.clipFraction * part.tokens;
       totals.diff += part.diffSum;
+      totals.tis += part.tisSum;
+      totals.truncated += part.truncatedSum;
       totals.tokens += part.tokens;
     }
     await options.reduce?.(flat!);
@@ -190,16 +246,52 @@ export class PolicyTrainer {
       gradNorm,
       lr,
       tokens: totals.tokens,
-      logprobDiff: totals.diff / totals.tokens,
+      logprobAbsDiff: totals.diff / totals.tokens,
+      ...(this.tisOn(method)
+        ? { tisWeight: totals.tis / totals.tokens, tisTruncated: totals.truncated / totals.tokens }
+        : {}),
     };
+  }
+
+  private tisOn(method: 'rl' | 'sft'): boolean {
+    return method === 'rl' && this.options.tis !== undefined;
+  }
+
+  /** The logits as the samples were drawn from: each row divided by its sample's temperature. */
+  private tempered(logits: tf.Tensor3D, batch: Batch): tf.Tensor3D {
+    if (!batch.inverseTemperature) return logits;
+    const inv = tf.tensor3d(batch.inverseTemperature, [batch.inverseTemperature.length, 1, 1]);
+    return tf.mul(logits, inv) as tf.Tensor3D;
+  }
+
+  /** TIS: the current (pre-update) policy's logprobs of the batch, without gradient or dropout. */
+  private proximalLogprobs(batch: Batch): number[][] {
+    const out = tf.tidy(() => {
+      const { logits } = this.decoder.forward({ inputIds: batch.inputIds, training: false });
+      return tokenLogprobs(this.tempered(logits, batch), batch.targets);
+    });
+    const values = out.arraySync();
+    out.dispose();
+    return values;
   }
 
   /** Forward and backward of one micro-batch: its flat gradient and loss parts. */
   private async backward(batch: Batch, globalTokens: number, dropoutSeed: number, method: 'rl' | 'sft') {
     const vars = [...this.decoder.trainableVariables.values()];
-    let parts = { pgSum: 0, klSum: 0, entropySum: 0, clipFraction: 0, diffSum: 0 };
+    let parts = {
+      pgSum: 0,
+      klSum: 0,
+      entropySum: 0,
+      clipFraction: 0,
+      diffSum: 0,
+      tisSum: 0,
+      truncatedSum: 0,
+    };
+    // The weights change only after every micro-batch: scoring here is scoring before the step.
+    if (this.tisOn(method)) batch.proximal = this.proximalLogprobs(batch);
     const { value, grads } = tf.variableGrads(() => {
-      const { logits } = this.decoder.forward({ inputIds: batch.inputIds, training: true, dropoutSeed });
+      const raw = this.decoder.forward({ inputIds: batch.inputIds, training: true, dropoutSeed }).logits;
+      const logits = this.tempered(raw, batch);
       const logprobs = tokenLogprobs(logits, batch.targets);
       const mask = tf.tensor2d(batch.mask);
       const { total, ...numbers } = this.tokenLoss(logits, logprobs, mask, batch, method);
@@ -228,17 +320,21 @@ export class PolicyTrainer {
     const entropy = sum(tokenEntropy(logits));
     const entropySum = entropy.dataSync()[0];
     const entropyCoef = this.options.entropyCoef ?? 0;
+    const none = { klSum: 0, clipFraction: 0, diffSum: 0, tisSum: 0, truncatedSum: 0 };
     if (method === 'sft') {
       const total = sum(tf.neg(logprobs));
-      return { total, pgSum: total.dataSync()[0], klSum: 0, entropySum, clipFraction: 0, diffSum: 0 };
+      return { ...none, total, pgSum: total.dataSync()[0], entropySum };
     }
-    const old = tf.tensor2d(batch.oldLogprobs);
-    const diffOf = () => tf.sum(tf.mul(tf.abs(tf.sub(logprobs, old)), mask)).dataSync()[0];
+    const rollout = tf.tensor2d(batch.oldLogprobs);
+    const diffSum = tf.sum(tf.mul(tf.abs(tf.sub(logprobs, rollout)), mask)).dataSync()[0];
+    // TIS: PPO against the proximal policy, each token weighted by its truncated importance weight.
+    const tis = this.tisOn(method) ? this.tisWeights(batch, rollout, mask) : undefined;
     if (this.options.customLoss) {
       const total = this.options.customLoss({
         logits,
         logprobs,
-        oldLogprobs: old,
+        oldLogprobs: rollout,
+        ...(tis ? { proximalLogprobs: tis.proximal, tisWeights: tis.weights } : {}),
         advantages: tf.tensor2d(batch.advantages),
         refLogprobs: tf.tensor2d(batch.refLogprobs),
         mask,
@@ -247,16 +343,17 @@ export class PolicyTrainer {
       if (!(total instanceof tf.Tensor) || total.rank !== 0) {
         throw new ConfigError('the custom loss must return a scalar tensor (the summed token loss)');
       }
-      return { total, pgSum: total.dataSync()[0], klSum: 0, entropySum, clipFraction: 0, diffSum: diffOf() };
+      return { ...none, ...tis?.sums, total, pgSum: total.dataSync()[0], entropySum, diffSum };
     }
     const [clipLow, clipHigh] = this.options.clip ?? [0.2, 0.28];
     const ppo = ppoClipLoss({
       logprobs,
-      oldLogprobs: old,
+      oldLogprobs: tis?.proximal ?? rollout,
       advantages: tf.tensor2d(batch.advantages),
       mask,
       clipLow,
       clipHigh,
+      ...(tis ? { importanceWeights: tis.weights } : {}),
     });
     let total = sum(ppo.tokenLoss);
     const pgSum = total.dataSync()[0];
@@ -274,8 +371,22 @@ export class PolicyTrainer {
       klSum,
       entropySum,
       clipFraction: ppo.clipFraction.dataSync()[0],
-      diffSum: diffOf(),
+      diffSum,
+      tisSum: tis?.sums.tisSum ?? 0,
+      truncatedSum: tis?.sums.truncatedSum ?? 0,
     };
+  }
+
+  /** The proximal logprobs as a tensor, their truncated weights, and the weights' masked sums. */
+  private tisWeights(batch: Batch, rollout: tf.Tensor2D, mask: tf.Tensor2D) {
+    const cap = this.options.tis!.cap;
+    const proximal = tf.tensor2d(batch.proximal!);
+    const weights = truncatedImportanceWeights({ proximalLogprobs: proximal, rolloutLogprobs: rollout, cap });
+    const tisSum = tf.sum(tf.mul(weights, mask)).dataSync()[0];
+    const truncatedSum = tf
+      .sum(tf.mul(tf.cast(tf.greaterEqual(weights, cap), 'float32'), mask))
+      .dataSync()[0];
+    return { proximal, weights, sums: { tisSum, truncatedSum } };
   }
 
   /** Right-pads the samples into [batch, len − 1] grids: position t predicts token t + 1. */
@@ -293,6 +404,18 @@ export class PolicyTrainer {
       refLogprobs: grid(),
       tokens: 0,
     };
+    const temperatures = samples.map((s, b) => {
+      const t = s.temperature ?? 1;
+      if (!(Number.isFinite(t) && t > 0)) {
+        throw new ConfigError(
+          `sample ${b}: temperature must be > 0 (the temperature its response was sampled with), got ${t}: a greedy (temperature 0) output is no sample of the policy and cannot be trained on`,
+          { fields: { sample: b, temperature: t } },
+        );
+      }
+      return t;
+    });
+    // At temperature 1 everywhere the logits stay as they are (no extra op, bit-identical).
+    if (temperatures.some((t) => t !== 1)) batch.inverseTemperature = temperatures.map((t) => 1 / t);
     samples.forEach((s, b) => {
       const responseLength = s.tokenIds.length - s.responseStart;
       if (s.responseStart < 1 || responseLength < 1) {

@@ -31,9 +31,11 @@ export {
   sequenceMean,
   sftLoss,
   type TopKDistillationInput,
+  type TruncatedImportanceInput,
   tokenEntropy,
   topKDistillationLoss,
   topKReverseKlPerToken,
+  truncatedImportanceWeights,
 } from './losses.js';
 export {
   type CustomLoss,
@@ -42,5 +44,6 @@ export {
   type PolicyTrainerOptions,
   type StepMetrics,
   type StepOptions,
+  type TisOptions,
   type TrainSample,
 } from './policy-trainer.js';

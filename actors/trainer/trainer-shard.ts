@@ -86,7 +86,11 @@ function shardMetrics() {
     lr: gauge('clawray_trainer_lr', 'Learning rate of the last step'),
     logprobDiff: gauge(
       'clawray_trainer_logprob_diff',
-      'Mean |trainer − rollout logprob| of the same tokens in the last step (target ≤ 1e-3)',
+      'Mean |trainer − rollout logprob| of the same tokens, at the sampling temperature, in the last step (target ≤ 1e-3)',
+    ),
+    tisWeight: gauge(
+      'clawray_trainer_tis_weight',
+      'Mean truncated importance weight min(exp(proximal − rollout logprob), cap) of the last step (train.tis)',
     ),
     backend: new Gauge({
       name: 'clawray_trainer_backend',
@@ -181,7 +185,8 @@ export class TrainerShard extends CollectiveMember {
       m.clipFraction.set(metrics.clipFraction);
       m.gradNorm.set(metrics.gradNorm);
       m.lr.set(metrics.lr);
-      m.logprobDiff.set(metrics.logprobDiff);
+      m.logprobDiff.set(metrics.logprobAbsDiff);
+      if (metrics.tisWeight !== undefined) m.tisWeight.set(metrics.tisWeight);
     }
     const every = this.options.checkpointEvery ?? 0;
     if (every > 0 && metrics.step % every === 0 && (this.collective?.rank ?? 0) === 0)

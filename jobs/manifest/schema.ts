@@ -355,6 +355,13 @@ const trainSchema = section({
     .describe(
       "opd/combine: reverse KL over the teacher's top-K tokens plus a tail bin (OpenClaw-RL uses 50)",
     ),
+  tis: section({
+    cap: num({ gt: 1 }).describe('Largest importance weight exp(proximal − rollout logprob) a token gets'),
+  })
+    .optional()
+    .describe(
+      "Truncated importance sampling for stale samples (slime's --use-tis, AReaL's decoupled PPO): PPO against the current policy's logprobs before the step, each token weighted by min(exp(proximal − rollout), cap). Absent: off",
+    ),
 });
 
 const envSchema = section({

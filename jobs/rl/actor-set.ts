@@ -133,6 +133,7 @@ export async function createActorSet(
               klCoef: t.klCoef,
               entropyCoef: t.entropyCoef,
               microBatchSize: t.microBatchSize,
+              tis: t.tis,
               seed: t.seed,
               lora: t.lora,
               checkpointDir: paths.checkpointDir,

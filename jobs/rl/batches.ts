@@ -1,11 +1,21 @@
 /**
  * Judged turns → training samples. A group is one prompt's samplesPerPrompt episodes (GRPO);
  * every turn of an episode is one sample carrying its episode's advantage (RL), the teacher −
- * rollout logprob gap per token (OPD), or both (combine: w_opd·(teacher − old) + w_rl·A).
+ * rollout logprob gap per token (OPD), or both (combine: w_opd·(teacher − old) + w_rl·A), and
+ * the temperature it was sampled with (the trainer scores at it).
  */
 import { combineAdvantages, grpoAdvantages } from '../../actors/trainer/advantages.js';
 import type { TrainSample } from '../../actors/trainer/policy-trainer.js';
 import type { TrajectoryRecord } from '../buffer/types.js';
+
+/**
+ * The temperature a turn was sampled with: `extra.temperature`, which records.ts (env tracks)
+ * and personal-source.ts (live turns) set; 1 for records written before it was kept.
+ */
+export function recordTemperature(r: TrajectoryRecord): number {
+  const t = r.extra?.temperature;
+  return typeof t === 'number' ? t : 1;
+}
 
 export interface GroupKey {
   group: string;
@@ -95,6 +105,11 @@ export interface BatchUse {
   trained: string[];
   noSignal: string[];
   truncated: string[];
+  /**
+   * Greedy turns (temperature 0): no sample of the policy's distribution, so PPO has no
+   * behaviour probability to correct with; they are not trained (a no_signal drop, counted).
+   */
+  greedy: string[];
 }
 
 const rewardOf = (episode: TrajectoryRecord[]) => Number(episode[0].extra?.reward ?? 0);
@@ -106,7 +121,7 @@ export function buildSamples(
   o: AdvantageOptions,
 ): { samples: TrainSample[]; stats: BatchStats; use: BatchUse } {
   const samples: TrainSample[] = [];
-  const use: BatchUse = { trained: [], noSignal: [], truncated: [] };
+  const use: BatchUse = { trained: [], noSignal: [], truncated: [], greedy: [] };
   let episodes = 0;
   let rewardSum = 0;
   let solved = 0;
@@ -130,6 +145,11 @@ export function buildSamples(
         lagSum += version - r.weightVersion;
         if (r.tokenIds.length === 0) {
           use.truncated.push(r.trajectoryId);
+          continue;
+        }
+        const temperature = recordTemperature(r);
+        if (!(temperature > 0)) {
+          use.greedy.push(r.trajectoryId);
           continue;
         }
         const teacher = (r.extra?.teacherLogprobs as number[] | undefined) ?? null;
@@ -167,6 +187,7 @@ export function buildSamples(
           responseStart: r.promptTokenIds.length,
           oldLogprobs: r.logprobs,
           advantages,
+          temperature,
         });
       }
     });

@@ -97,6 +97,11 @@ export interface RLJobSummary {
   checkpointDir: string;
   trajectories: TrajectoryCounts;
   recoveries: { engines: number; trainers: number };
+  /**
+   * Mean over this run's RL steps of each step's mean |trainer − rollout logprob| (both at the
+   * sampling temperature; goal ≤ 1e-3); null when no RL step trained a sample.
+   */
+  logprobAbsDiff: number | null;
   /** opd/combine: whose logprobs taught, and how many turns they scored (turns with a hint). */
   teacher?: { kind: 'frozen' | 'tracking'; turns: number };
   evals: EvalRecord[];
@@ -119,6 +124,8 @@ export class RLDriver {
   private startedAt = performance.now();
   private rlStartedAt = 0;
   private samplesTrained = 0;
+  /** Each RL step's logprobAbsDiff in this run (for the summary's mean). */
+  private readonly drift: number[] = [];
   private trainerWaitMs = 0;
   private gate?: StalenessGate;
   private rolloutSlots = 1;
@@ -270,7 +277,8 @@ export class RLDriver {
           done: sftDone,
           total: sftSteps,
           lr: sft ? undefined : spec.train.warmup?.lr,
-          step: (batch, lr) => trainers.step(batch, { method: 'sft', lr }, this.failed.signal),
+          step: async (batch, lr) =>
+            (await trainers.step(batch, { method: 'sft', lr }, this.failed.signal)).loss,
           stopRequested: () => this.stopRequested,
           afterStep: async (s, loss, samples, seconds) => {
             o.log(`${sft ? 'step' : 'warmup step'} ${s}/${sftSteps}: sft loss ${loss.toFixed(4)}`);
@@ -346,6 +354,8 @@ export class RLDriver {
         checkpointDir: this.state.dir,
         trajectories,
         recoveries: { engines: engines.recoveries, trainers: trainers.recoveries },
+        logprobAbsDiff:
+          this.drift.length > 0 ? this.drift.reduce((a, b) => a + b, 0) / this.drift.length : null,
         ...(spec.method === 'opd' || spec.method === 'combine'
           ? { teacher: { kind: spec.judge.teacher, turns: this.teacherTurns } }
           : {}),
@@ -455,7 +465,7 @@ export class RLDriver {
                 info: episode.info,
               });
             }
-            return episodeRecords(episode, task, ticket, G, o.submissionId);
+            return episodeRecords(episode, task, ticket, G, o.submissionId, spec.rollout.temperature);
           },
         });
     this.rolloutSlots = source.slots;
@@ -498,13 +508,14 @@ export class RLDriver {
             stepRewardCoef: spec.judge.stepRewardCoef,
             opd,
             prm: spec.method === 'combine' || spec.method === 'rl',
-            teacher: (prompt, response) => {
+            // Scored at the temperature the turn was sampled with, as its rollout logprobs are.
+            teacher: (prompt, response, temperature) => {
               this.teacherTurns++;
               return teacherEngines.run(
                 async (engine) =>
-                  (await engine.call('computeLogprobs', [...prompt, ...response], prompt.length)).slice(
-                    -response.length,
-                  ),
+                  (
+                    await engine.call('computeLogprobs', [...prompt, ...response], prompt.length, temperature)
+                  ).slice(-response.length),
                 isPeerLoss,
               );
             },
@@ -584,9 +595,16 @@ export class RLDriver {
     };
     this.history.push(record);
     this.recordMetrics(record);
+    if (r.logprobAbsDiff !== null && Number.isFinite(r.logprobAbsDiff)) {
+      this.drift.push(r.logprobAbsDiff);
+      this.metrics.logprobAbsDiff.set({ job: this.job }, r.logprobAbsDiff);
+    }
+    if (r.tisWeight !== undefined) this.metrics.tisWeight.set({ job: this.job }, r.tisWeight);
     const p = this.rates();
+    const drift = r.logprobAbsDiff === null ? '' : `, logprob drift ${r.logprobAbsDiff.toExponential(2)}`;
+    const tis = r.tisWeight === undefined ? '' : `, tis weight ${r.tisWeight.toFixed(3)}`;
     o.log(
-      `step ${r.step}${spec.train.steps === undefined ? '' : `/${spec.train.steps}`}: reward ${r.rewardMean.toFixed(3)}, success ${r.successRate.toFixed(3)}, ${r.samples} samples of ${r.episodes} episodes, staleness ${r.staleness.toFixed(2)}, loss ${r.loss.toFixed(4)}, ${p.samplesPerSecond.toFixed(2)} samples/s${r.staleGroups > 0 ? `, ${r.staleGroups} stale group(s) dropped` : ''}`,
+      `step ${r.step}${spec.train.steps === undefined ? '' : `/${spec.train.steps}`}: reward ${r.rewardMean.toFixed(3)}, success ${r.successRate.toFixed(3)}, ${r.samples} samples of ${r.episodes} episodes, staleness ${r.staleness.toFixed(2)}, loss ${r.loss.toFixed(4)}${drift}${tis}, ${p.samplesPerSecond.toFixed(2)} samples/s${r.staleGroups > 0 ? `, ${r.staleGroups} stale group(s) dropped` : ''}${r.greedy > 0 ? `, ${r.greedy} greedy (temperature 0) turn(s) not trained` : ''}`,
     );
     const every = spec.eval.everySteps;
     if (every > 0 && r.step % every === 0 && this.stepsLeft(r.step)) await runEval();

@@ -25,6 +25,12 @@ export interface TurnSample {
   tokenIds: number[];
   logprobs: number[];
   weightVersion: number;
+  /**
+   * The temperature the turn was sampled with (its logprobs are under softmax(logits / T)).
+   * Default: the episode's `sampling.temperature`; a custom rollout that samples a turn at
+   * another temperature says so here.
+   */
+  temperature?: number;
   /** The assistant message the turn became. */
   action: Action;
 }
@@ -94,6 +100,7 @@ export const defaultRollout: RolloutFunction = async (ctx) => {
       tokenIds: result.tokenIds,
       logprobs: result.logprobs,
       weightVersion: result.weightVersion,
+      temperature: ctx.sampling.temperature,
       action,
     });
     const step = await ctx.step(action);

@@ -43,11 +43,11 @@ export class FakeTrainer {
 
   constructor(private readonly failOn?: (step: number) => Error | undefined) {}
 
-  async step(samples: unknown[]): Promise<number> {
+  async step(samples: unknown[]): Promise<{ loss: number; logprobAbsDiff: number }> {
     const err = this.failOn?.(this.version + 1);
     if (err) throw err;
     this.batches.push(samples.length);
     this.version++;
-    return 0.5;
+    return { loss: 0.5, logprobAbsDiff: 0 };
   }
 }

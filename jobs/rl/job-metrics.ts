@@ -8,6 +8,8 @@
  *   clawray_job_reward_mean{job}                    mean reward of the last step's batch
  *   clawray_job_success_ratio{job,split}            share of episodes solved: train (last batch), heldout (last eval)
  *   clawray_job_staleness_versions{job}             mean policy-version lag of the last batch's samples
+ *   clawray_job_logprob_abs_diff{job}               mean |trainer − rollout logprob| of the last step (goal ≤ 1e-3)
+ *   clawray_job_tis_weight{job}                     mean truncated importance weight of the last step (train.tis)
  *   clawray_job_trainer_idle_ratio{job}             share of wall time the trainer waited for samples
  *   clawray_job_rollout_idle_ratio{job}             share of rollout slot time spent waiting (staleness gate, weights)
  *   clawray_job_buffer_lag_entries{job,stage}       entries appended but not yet consumed (stage: judge | train)
@@ -23,6 +25,8 @@ export const JOB_METRIC_NAMES = [
   'clawray_job_reward_mean',
   'clawray_job_success_ratio',
   'clawray_job_staleness_versions',
+  'clawray_job_logprob_abs_diff',
+  'clawray_job_tis_weight',
   'clawray_job_trainer_idle_ratio',
   'clawray_job_rollout_idle_ratio',
   'clawray_job_buffer_lag_entries',
@@ -40,6 +44,8 @@ export class JobMetrics {
   readonly reward: Gauge<'job'>;
   readonly success: Gauge<'job' | 'split'>;
   readonly staleness: Gauge<'job'>;
+  readonly logprobAbsDiff: Gauge<'job'>;
+  readonly tisWeight: Gauge<'job'>;
   readonly trainerIdle: Gauge<'job'>;
   readonly rolloutIdle: Gauge<'job'>;
   readonly bufferLag: Gauge<'job' | 'stage'>;
@@ -66,6 +72,16 @@ export class JobMetrics {
     this.staleness = gauge(
       'clawray_job_staleness_versions',
       "Mean policy-version lag of the last batch's samples behind the policy they trained",
+      ['job'],
+    );
+    this.logprobAbsDiff = gauge(
+      'clawray_job_logprob_abs_diff',
+      "Mean |trainer − rollout logprob| over the last step's response tokens, both at the sampling temperature (goal ≤ 1e-3)",
+      ['job'],
+    );
+    this.tisWeight = gauge(
+      'clawray_job_tis_weight',
+      "Mean truncated importance weight min(exp(proximal − rollout logprob), cap) of the last step's tokens (train.tis)",
       ['job'],
     );
     this.trainerIdle = gauge(

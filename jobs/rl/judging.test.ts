@@ -72,6 +72,46 @@ describe('judgeEpisode on live turns', () => {
     expect((await judge(turn('b', 'ok', 'y2'))).extra?.atLeastOne).toBeUndefined();
   });
 
+  it("scores an OPD hint with the teacher at the turn's sampling temperature, and trains at it", async () => {
+    const asked: number[] = [];
+    const hinted = {
+      async judge(_input: JudgeInput, o: { mode: string }) {
+        return o.mode === 'opd' ? { votes: [], score: 0, hint: 'use Celsius' } : { votes: [], score: 0 };
+      },
+    } as unknown as JudgePanel;
+    const r = turn('t', 'ok', 'z1');
+    r.extra = { ...r.extra, temperature: 0.6 };
+    const [judged] = await judgeEpisode(
+      [r],
+      options(hinted, {
+        opd: true,
+        prm: false,
+        teacher: async (_prompt, response, temperature) => {
+          asked.push(temperature);
+          return response.map(() => -0.1);
+        },
+      }),
+      {},
+    );
+    expect(asked).toEqual([0.6]);
+    const { samples } = buildSamples([[[judged]]], 0, { method: 'opd', samplesPerPrompt: 1 });
+    expect(samples[0].temperature).toBe(0.6);
+    expect(samples[0].advantages).toEqual([-0.1 + 0.5, -0.1 + 0.7]);
+  });
+
+  it('a record without a temperature trains at 1; a greedy (temperature 0) turn is not trained', () => {
+    const [old, greedy, hot] = judgedGroup(0, [1, -1, 1]);
+    greedy.extra = { ...greedy.extra, temperature: 0 };
+    hot.extra = { ...hot.extra, temperature: 0.6 };
+    const { samples, use } = buildSamples([[old, greedy, hot].map((r) => [r])], 0, {
+      method: 'rl',
+      samplesPerPrompt: 3,
+    });
+    expect(samples.map((s) => s.temperature)).toEqual([1, 0.6]);
+    expect(use.greedy).toEqual([greedy.trajectoryId]);
+    expect(use.trained).toEqual([old.trajectoryId, hot.trajectoryId]);
+  });
+
   it('the trainer keeps a promoted turn at advantage 0 and drops other zero-score turns', () => {
     const promoted = { ...turn('a', 'ok', 'x1'), trajectoryId: 'p' };
     promoted.extra = { ...promoted.extra, reward: 0, atLeastOne: true };

@@ -19,6 +19,7 @@ import { combineStepRewards } from '../../actors/judge/step-rewards.js';
 import type { ChatMessage } from '../../actors/models/chat-template.js';
 import type { Feedback } from '../../actors/rollout/turn-feedback.js';
 import type { TrajectoryRecord } from '../buffer/types.js';
+import { recordTemperature } from './batches.js';
 
 /** What the judge stage adds to a record's `extra`. */
 export interface JudgedExtra {
@@ -38,8 +39,11 @@ export interface JudgeStageOptions {
   opd: boolean;
   /** combine on the personal track: also a PRM verdict for the RL part. */
   prm: boolean;
-  /** Teacher logprobs of `response` after `prompt` (a rollout engine's computeLogprobs). */
-  teacher(promptTokenIds: number[], responseTokenIds: number[]): Promise<number[]>;
+  /**
+   * Teacher logprobs of `response` after `prompt` (a rollout engine's computeLogprobs), at the
+   * temperature the response was sampled with, so that teacher − rollout compares like with like.
+   */
+  teacher(promptTokenIds: number[], responseTokenIds: number[], temperature: number): Promise<number[]>;
   /** The policy's chat template, for the hint-augmented prompt. */
   encodeChat(messages: ChatMessage[]): number[];
   /** Personal: the user's explicit feedback on a turn, taken once. */
@@ -154,7 +158,11 @@ export async function judgeEpisode(
         r.hint = correction ?? (await o.panel.judge(judgeInput(r), { mode: 'opd' })).hint ?? null;
         if (!r.hint) return;
         const prompt = o.encodeChat(withHint(r.messages as ChatMessage[], r.hint));
-        (r.extra as Record<string, unknown>).teacherLogprobs = await o.teacher(prompt, r.tokenIds);
+        (r.extra as Record<string, unknown>).teacherLogprobs = await o.teacher(
+          prompt,
+          r.tokenIds,
+          recordTemperature(r),
+        );
       }),
     );
   }

@@ -12,6 +12,7 @@ import { SimulatedUser } from '../../actors/envs/personal/simulated-user.js';
 import { runHttpSession } from '../../actors/envs/personal/user-session.js';
 import { type TurnRecord, TurnRecorder, type TurnSink } from '../../actors/rollout/capture-recorder.js';
 import { createOpenAiServer } from '../../actors/rollout/openai-server.js';
+import { DEFAULT_SAMPLING } from '../../actors/rollout/sampler.js';
 import { SessionKeys } from '../../actors/rollout/session-keys.js';
 import { SideCallClassifier } from '../../actors/rollout/side-calls.js';
 import type { TurnFeedback } from '../../actors/rollout/turn-feedback.js';
@@ -23,7 +24,11 @@ import type { RemoteChatModel } from './remote-chat-model.js';
 import type { RolloutContext, RolloutSource } from './rollout-source.js';
 import type { StalenessGate } from './staleness-gate.js';
 
-/** A captured turn as a trajectory record: one sample, its own group. */
+/**
+ * A captured turn as a trajectory record: one sample, its own group. `extra.temperature` is the
+ * temperature the engine sampled it with: the request's, or the engine's default of 1 when the
+ * request set none.
+ */
 export function turnToRecord(t: TurnRecord): TrajectoryRecord {
   const id = `${t.session_id}:${t.turn}:${t.request_id}`;
   return {
@@ -45,6 +50,7 @@ export function turnToRecord(t: TurnRecord): TrajectoryRecord {
       groupSize: 1,
       episode: id,
       turns: 1,
+      temperature: t.sampling.temperature ?? DEFAULT_SAMPLING.temperature,
       responseText: t.response_text,
       requestId: t.request_id,
     },

@@ -17,13 +17,19 @@ export interface RewardInput {
   info: Record<string, unknown>;
 }
 
-/** An episode's turns as trajectory records, appended together. */
+/**
+ * An episode's turns as trajectory records, appended together. Each record keeps the
+ * temperature its turn was sampled with in `extra.temperature` (the turn's own, else
+ * `temperature`, the episode's sampling temperature): the trainer and the teacher score its
+ * logprobs at that temperature.
+ */
 export function episodeRecords(
   episode: Episode,
   task: TrackTask,
   item: { group: number; index: number },
   groupSize: number,
   submissionId: string,
+  temperature: number,
 ): TrajectoryRecord[] {
   // Ids are stable across a restarted driver of the same submission: a replayed episode
   // appends as a duplicate and is stored once.
@@ -57,6 +63,7 @@ export function episodeRecords(
       groupSize,
       episode: episodeId,
       turns: episode.turns.length,
+      temperature: t.temperature ?? temperature,
       responseText: t.action.content ?? '',
       reference,
       ...(i === episode.turns.length - 1 ? { finalMessages: episode.messages } : {}),

@@ -27,8 +27,16 @@ export class RemoteChatModel implements ChatModel {
     return this.version;
   }
 
-  encodeChat(messages: ChatMessage[], tools?: ToolSchema[]): number[] {
-    return this.codec.encodeChat(messages, tools);
+  encodeChat(messages: ChatMessage[], tools?: ToolSchema[], templateKwargs?: Record<string, unknown>): number[] {
+    return this.codec.encodeChat(messages, tools, templateKwargs);
+  }
+
+  encodeText(text: string): number[] {
+    return this.codec.encodeText(text);
+  }
+
+  tokenBytes(tokenId: number): number[] {
+    return this.codec.tokenBytes(tokenId);
   }
 
   get maxContext(): number {
@@ -39,8 +47,9 @@ export class RemoteChatModel implements ChatModel {
     messages: ChatMessage[],
     tools: ToolSchema[] | undefined,
     maxTokens: number,
+    templateKwargs?: Record<string, unknown>,
   ): Promise<number[]> {
-    return this.codec.encodeChatWithin(messages, tools, maxTokens);
+    return this.codec.encodeChatWithin(messages, tools, maxTokens, templateKwargs);
   }
 
   decode(tokenIds: number[]): string {

@@ -15,12 +15,13 @@ import type { TrainSample } from '../../actors/trainer/policy-trainer.js';
 import type { TrajectoryBuffer } from '../buffer/types.js';
 import { type AdvantageOptions, type BatchStats, buildSamples, GroupAssembler } from './batches.js';
 import type { StalenessGate } from './staleness-gate.js';
+import type { GroupStepResult } from './trainer-group.js';
 import { TRAIN_GROUP, type TrajectoryLedger } from './trajectory-ledger.js';
 
 export interface TrainLoopTrainer {
   /** The policy version (optimizer steps taken). */
   readonly version: number;
-  step(samples: TrainSample[], options: { method: 'rl' }, signal?: AbortSignal): Promise<number>;
+  step(samples: TrainSample[], options: { method: 'rl' }, signal?: AbortSignal): Promise<GroupStepResult>;
 }
 
 export interface TrainStepRecord extends BatchStats {
@@ -29,6 +30,15 @@ export interface TrainStepRecord extends BatchStats {
   seconds: number;
   /** Groups dropped because they were too stale. */
   staleGroups: number;
+  /**
+   * Mean |trainer − rollout logprob| over the step's response tokens, both at the sampling
+   * temperature; null when the step trained nothing (no sample had a learning signal).
+   */
+  logprobAbsDiff: number | null;
+  /** With train.tis: the step's mean truncated importance weight (absent when nothing trained). */
+  tisWeight?: number;
+  /** Greedy (temperature 0) turns left out of the batch (counted as no_signal). */
+  greedy: number;
 }
 
 export interface TrainLoopOptions {
@@ -114,7 +124,7 @@ export async function runTrainLoop(o: TrainLoopOptions): Promise<number> {
       trained: batch.use.trained,
       dropped: {
         stale: stale.flatMap((g) => g.episodes.flat().map((r) => r.trajectoryId)),
-        no_signal: batch.use.noSignal,
+        no_signal: [...batch.use.noSignal, ...batch.use.greedy],
         truncated: batch.use.truncated,
       },
     };
@@ -129,10 +139,10 @@ export async function runTrainLoop(o: TrainLoopOptions): Promise<number> {
       });
       continue;
     }
-    let loss = 0;
+    let result: GroupStepResult | undefined;
     // Without a learning signal (every group's rewards equal) the weights stay as they are.
     if (samples.length > 0) {
-      loss = await o.trainer.step(samples, { method: 'rl' }, o.signal);
+      result = await o.trainer.step(samples, { method: 'rl' }, o.signal);
       unpublished = true;
     }
     if (unpublished && (await o.publish(!more(step + 1)))) unpublished = false;
@@ -140,7 +150,16 @@ export async function runTrainLoop(o: TrainLoopOptions): Promise<number> {
     // The gate counts in steps: it opens for the step whose weights the engines now serve.
     if (!unpublished) o.gate.advance(step);
     o.ledger.recordStep(use);
-    await o.afterStep({ step, ...stats, loss, seconds: (now() - started) / 1000, staleGroups: stale.length });
+    await o.afterStep({
+      step,
+      ...stats,
+      loss: result?.loss ?? 0,
+      seconds: (now() - started) / 1000,
+      staleGroups: stale.length,
+      logprobAbsDiff: result?.logprobAbsDiff ?? null,
+      ...(result?.tisWeight !== undefined ? { tisWeight: result.tisWeight } : {}),
+      greedy: batch.use.greedy.length,
+    });
   }
   return step;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { TrainSample } from '../../actors/trainer/policy-trainer.js';
+import { PolicyTrainer, type TrainSample } from '../../actors/trainer/policy-trainer.js';
 import { ActorError, ActorUnavailableError } from '../../common/errors.js';
 import { TrainerGroup, type TrainerShardRef, TrainerStateLostError } from './trainer-group.js';
 
@@ -34,9 +34,17 @@ class FakeShard {
         if (this.world.shards.some((s) => !s.alive))
           throw new ActorError('collective failed', { remoteName: 'CollectiveError', remoteStack: '' });
         this.step++;
-        this.weights += (args[0] as unknown[]).length;
+        const batch = args[0] as TrainSample[];
+        this.weights += batch.length;
         if (this.dieInStep === 'after') return this.crash();
-        return { step: this.step, loss: 1 };
+        // Each shard's drift is its first sample's last token id / 1000, over its tokens.
+        return {
+          step: this.step,
+          loss: 1,
+          tokens: PolicyTrainer.countTokens(batch),
+          logprobAbsDiff: batch[0].tokenIds.at(-1)! / 1000,
+          ...(batch[0].temperature === 0.5 ? { tisWeight: batch[0].tokenIds.at(-1)! } : {}),
+        };
       }
       case 'saveCheckpoint':
         this.world.checkpoints.set(this.step, this.weights);
@@ -117,6 +125,22 @@ describe('TrainerGroup', () => {
     world.shards[0].dieInStep = 'before';
     // Version 2 is in no checkpoint: the driver must resume from step 1 and replay.
     await expect(g.step([sample(1)], { method: 'rl' })).rejects.toBeInstanceOf(TrainerStateLostError);
+  });
+
+  it("reports the batch's drift and TIS weight as token-weighted means over the ranks that trained", async () => {
+    const world = new World();
+    const g = group(world, 3);
+    // Two samples on three ranks: the third joins the all-reduce with a filler and is left out.
+    const long: TrainSample = { tokenIds: [1, 2, 3, 4, 2], responseStart: 1, temperature: 0.5 };
+    const short: TrainSample = { tokenIds: [1, 2, 4], responseStart: 1, temperature: 0.5 };
+    const r = await g.step([long, short], { method: 'rl' });
+    expect(r.loss).toBe(3);
+    // (4 tokens · 0.002 + 2 tokens · 0.004) / 6 tokens; weights (4 · 2 + 2 · 4) / 6.
+    expect(r.logprobAbsDiff).toBeCloseTo(0.016 / 6, 12);
+    expect(r.tisWeight).toBeCloseTo(16 / 6, 12);
+    const plain = await g.step([sample(5)], { method: 'rl' });
+    expect(plain.logprobAbsDiff).toBeCloseTo(0.005, 12);
+    expect(plain.tisWeight).toBeUndefined();
   });
 
   it('passes on a failure that is not a lost peer', async () => {

@@ -33,6 +33,34 @@ export interface TrainerGroupOptions {
   recoverTimeoutMs?: number;
 }
 
+/** One optimizer step of the whole group. */
+export interface GroupStepResult {
+  /** The summed loss of the shards (each normalised by the global token count). */
+  loss: number;
+  /**
+   * Mean |trainer − rollout logprob| over the batch's response tokens (shards weighted by
+   * their tokens; a rank that only joined the all-reduce with a filler sample is left out).
+   */
+  logprobAbsDiff: number;
+  /** With train.tis: the mean truncated importance weight over the batch's response tokens. */
+  tisWeight?: number;
+}
+
+/** The shards' metrics as one step: token-weighted means over the ranks that trained samples. */
+function combine(results: StepMetrics[], trained: boolean[]): GroupStepResult {
+  const loss = results.reduce((s, r) => s + r.loss, 0);
+  const real = results.filter((_, i) => trained[i]);
+  const tokens = real.reduce((n, r) => n + r.tokens, 0);
+  // NaN when no rank that trained samples reported (a step finished by some ranks only).
+  const mean = (of: (r: StepMetrics) => number) =>
+    tokens > 0 ? real.reduce((s, r) => s + of(r) * r.tokens, 0) / tokens : Number.NaN;
+  return {
+    loss,
+    logprobAbsDiff: mean((r) => r.logprobAbsDiff),
+    ...(real[0]?.tisWeight !== undefined ? { tisWeight: mean((r) => r.tisWeight ?? 0) } : {}),
+  };
+}
+
 export class TrainerGroup {
   /** Optimizer steps taken: the policy version. */
   version = 0;
@@ -43,16 +71,17 @@ export class TrainerGroup {
     private readonly o: TrainerGroupOptions,
   ) {}
 
-  /** One optimizer step over all shards; returns the summed loss. Survives shard deaths. */
+  /** One optimizer step over all shards: the summed loss and the drift. Survives shard deaths. */
   async step(
     samples: TrainSample[],
     options: { method: 'rl' | 'sft'; lr?: number },
     signal?: AbortSignal,
-  ): Promise<number> {
+  ): Promise<GroupStepResult> {
     const globalTokens = samples.reduce((n, s) => n + s.tokenIds.length - s.responseStart, 0);
     const parts = shardSamples(samples, this.shards.length);
     // Every rank joins the all-reduce; a rank without samples adds a zero-gradient one.
     const filler = samples[0];
+    const trained = parts.map((p) => p.length > 0);
     for (;;) {
       const before = this.version;
       const results = await Promise.allSettled(
@@ -69,7 +98,10 @@ export class TrainerGroup {
       const done = results.filter((r): r is PromiseFulfilledResult<StepMetrics> => r.status === 'fulfilled');
       if (done.length === results.length) {
         this.version = done[0].value.step;
-        return done.reduce((s, r) => s + r.value.loss, 0);
+        return combine(
+          done.map((r) => r.value),
+          trained,
+        );
       }
       const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')!.reason;
       if (!isPeerLoss(failure)) throw failure;
@@ -78,7 +110,13 @@ export class TrainerGroup {
       );
       const at = await this.recover(signal);
       // Every rank that finished had already applied the step: it is done, not redone.
-      if (at === before + 1) return done.reduce((s, r) => s + r.value.loss, 0);
+      if (at === before + 1) {
+        const finished = results.map((r) => r.status === 'fulfilled');
+        return combine(
+          done.map((r) => r.value),
+          trained.filter((_, i) => finished[i]),
+        );
+      }
     }
   }
 
