@@ -131,6 +131,27 @@ describe('clawray job submit MANIFEST (the RL pipeline on a cluster of real proc
     expect(summary.logprobAbsDiff).toBeLessThanOrEqual(1e-3);
   });
 
+  it('judges inside the job: llm judge engines (3 votes, threshold) score steps, the rule keeps the outcome', () => {
+    const file = manifest(
+      'in-job-judge',
+      TOOLCALL(
+        'tc-judged',
+        '  judge: { backend: llm, votes: 3, voteThreshold: 0.6, maxTokens: 8, stepRewardCoef: 0.5 }\n  resources: { judge: { replicas: 1, gpus: 0 } }\n',
+      )
+        .replace('init: { preset: tiny }', 'init: { preset: tiny, maxContext: 4096 }')
+        .replace('steps: 3', 'steps: 2'),
+    );
+    const run = clawray(['job', 'submit', file, '--json']);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/1 judge engine\(s\) \(\.\/model, frozen\)/);
+    // A random policy never boxes the right answer: the outcome is the rule's −1 whatever the judge
+    // says of its steps (before, a model judge's view of the final answer replaced it: −0.5 = 0 + 0.5·(−1)).
+    const lines = stepLines(run.stdout);
+    expect(lines).toHaveLength(2);
+    for (const line of lines) expect(line).toMatch(/reward -1\.\d{3}|reward -0\.[5-9]\d{2}/);
+    expect(summaryOf(run.stdout)).toMatchObject({ steps: 2, status: 'SUCCEEDED' });
+  });
+
   it('runs the same job synchronously: no sample is ever behind the policy', () => {
     const file = manifest('sync', TOOLCALL('tc-sync'));
     const run = clawray(['job', 'submit', file, '--json', '--set', 'spec.train.async=false']);

@@ -114,6 +114,33 @@ export interface BatchUse {
 
 const rewardOf = (episode: TrajectoryRecord[]) => Number(episode[0].extra?.reward ?? 0);
 
+/**
+ * OpenClaw-RL's step-wise estimator for process + outcome rewards (judging.ts writes each
+ * turn's `stepReward` = outcome + coef · its judge score): a turn's advantage is its value
+ * normalised over the group's episodes at the same step index; a constant bucket carries no
+ * signal. Returns per episode, per turn; undefined when the group has no step rewards.
+ */
+function stepWiseAdvantages(group: TrajectoryRecord[][], single: boolean): number[][] | undefined {
+  if (!group.some((episode) => episode.some((r) => typeof r.extra?.stepReward === 'number')))
+    return undefined;
+  const value = (r: TrajectoryRecord) => Number(r.extra?.stepReward ?? r.extra?.reward ?? 0);
+  const out = group.map((episode) => episode.map(() => 0));
+  const steps = Math.max(...group.map((e) => e.length));
+  for (let t = 0; t < steps; t++) {
+    const members = group.flatMap((episode, i) => (t < episode.length ? [{ i, v: value(episode[t]) }] : []));
+    const adv = single
+      ? members.map((m) => m.v)
+      : grpoAdvantages(
+          members.map((m) => m.v),
+          members.length,
+        ).advantages;
+    members.forEach((m, k) => {
+      out[m.i][t] = adv[k];
+    });
+  }
+  return out;
+}
+
 /** Samples with a nonzero learning signal, and what the batch looked like. */
 export function buildSamples(
   groups: TrajectoryRecord[][][],
@@ -136,47 +163,49 @@ export function buildSamples(
       group.length,
       single ? { subtractMean: false, normalizeStd: false } : {},
     ).advantages;
+    const stepAdv = stepWiseAdvantages(group, single);
     group.forEach((episode, i) => {
       episodes++;
       rewardSum += rewards[i];
       if (rewards[i] >= 1) solved++;
-      for (const r of episode) {
+      episode.forEach((r, t) => {
+        const a = stepAdv ? stepAdv[i][t] : adv[i];
         turns++;
         lagSum += version - r.weightVersion;
         if (r.tokenIds.length === 0) {
           use.truncated.push(r.trajectoryId);
-          continue;
+          return;
         }
         const temperature = recordTemperature(r);
         if (!(temperature > 0)) {
           use.greedy.push(r.trajectoryId);
-          continue;
+          return;
         }
         const teacher = (r.extra?.teacherLogprobs as number[] | undefined) ?? null;
         // Kept at advantage 0 by the at-least-one rule (judging.ts): it still counts as trained.
         const keep = r.extra?.atLeastOne === true;
         let advantages: number | number[];
         if (o.method === 'rl') {
-          advantages = adv[i];
+          advantages = a;
           if (advantages === 0 && !keep) {
             use.noSignal.push(r.trajectoryId);
-            continue;
+            return;
           }
         } else if (o.method === 'opd') {
           if (!teacher) {
             use.noSignal.push(r.trajectoryId);
-            continue;
+            return;
           }
           advantages = teacher.map((t, k) => t - r.logprobs[k]);
         } else {
-          if (!teacher && adv[i] === 0 && !keep) {
+          if (!teacher && a === 0 && !keep) {
             use.noSignal.push(r.trajectoryId);
-            continue;
+            return;
           }
           advantages = combineAdvantages({
             teacher: [teacher],
             old: [r.logprobs],
-            reward: [adv[i]],
+            reward: [a],
             wOpd: o.combine?.opdWeight,
             wRl: o.combine?.rlWeight,
           })[0];
@@ -189,7 +218,7 @@ export function buildSamples(
           advantages,
           temperature,
         });
-      }
+      });
     });
   }
   return {

@@ -506,6 +506,7 @@ export class RLDriver {
             panel,
             kind: personal ? 'turn' : 'episode',
             stepRewardCoef: spec.judge.stepRewardCoef,
+            outcomeRule: spec.judge.rule,
             opd,
             prm: spec.method === 'combine' || spec.method === 'rl',
             // Scored at the temperature the turn was sampled with, as its rollout logprobs are.

@@ -125,3 +125,71 @@ describe('judgeEpisode on live turns', () => {
     expect(use).toMatchObject({ trained: ['p'], noSignal: ['q'] });
   });
 });
+
+describe('process + outcome on an env track (a model judge scores steps, the rule keeps the outcome)', () => {
+  /** A three-turn episode of a toolcall-like task whose final answer is right (outcome +1). */
+  function episode(prefix: string, finalAnswer: string): TrajectoryRecord[] {
+    return [0, 1, 2].map((t) => {
+      const [r] = judgedGroup(0, [0], { prefix: `${prefix}-t${t}` });
+      return {
+        ...r,
+        trajectoryId: `${prefix}-${t}`,
+        turn: t,
+        tokenIds: Array.from({ length: 2 + t }, (_, k) => 10 + k),
+        logprobs: Array.from({ length: 2 + t }, () => -0.5),
+        score: null,
+        extra: {
+          group: 'g',
+          groupSize: 2,
+          episode: prefix,
+          turns: 3,
+          responseText: t === 2 ? `the answer is \\boxed{${finalAnswer}}` : `step ${t}`,
+        },
+      };
+    });
+  }
+
+  it('keeps the env outcome, adds coef · step score over real spans, and normalises per group and step', async () => {
+    // The judge's per-step verdicts: +1, −1, +1 (whatever the turn says).
+    const verdicts = [1, -1, 1];
+    let call = 0;
+    const fake = {
+      async judge() {
+        const score = verdicts[call++ % 3];
+        return { votes: [{ score }], score };
+      },
+    } as unknown as JudgePanel;
+    const o = {
+      ...options(fake, {
+        kind: 'episode' as const,
+        stepRewardCoef: 0.5,
+        outcomeRule: 'boxed-answer' as const,
+      }),
+    };
+    const good = await judgeEpisode(episode('a', '42'), o, { answer: '42' });
+    // outcome +1 (the rule), final = 1 + 0.5 · mean(1, −1, 1) = 1 + 0.5/3
+    expect(good[0].extra?.reward).toBeCloseTo(1 + 0.5 / 3, 10);
+    expect(good.map((r) => r.extra?.stepReward)).toEqual([1.5, 0.5, 1.5]);
+    expect(good.map((r) => r.extra?.stepSpan)).toEqual([
+      [0, 2],
+      [2, 5],
+      [5, 9],
+    ]);
+    expect(good.map((r) => r.score)).toEqual([1, -1, 1]);
+    call = 0;
+    const bad = await judgeEpisode(episode('b', '41'), o, { answer: '42' });
+    // The outcome is the rule's −1, not the judge's: −1 + 0.5/3 (the old code logged 0 + 0.5·…).
+    expect(bad[0].extra?.reward).toBeCloseTo(-1 + 0.5 / 3, 10);
+    expect(bad.map((r) => r.extra?.stepReward)).toEqual([-0.5, -1.5, -0.5]);
+
+    // Step-wise: at every step index the two episodes differ by 2 → advantages ±1/√2·… (z-scores).
+    const { samples } = buildSamples([[good, bad]], 0, { method: 'rl', samplesPerPrompt: 2 });
+    const adv = samples.map((s) => s.advantages as number);
+    expect(adv).toHaveLength(6);
+    for (let t = 0; t < 3; t++) {
+      // good's turn t and bad's turn t: equal and opposite, |z| = 1/√2 with the unbiased std of two values.
+      expect(adv[t]).toBeCloseTo(Math.SQRT1_2, 5);
+      expect(adv[3 + t]).toBeCloseTo(-Math.SQRT1_2, 5);
+    }
+  });
+});

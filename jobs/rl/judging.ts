@@ -2,9 +2,12 @@
  * The judge stage: turns from the rollout stream get their votes, reward and (OPD) hint and
  * teacher logprobs, and go on to the judged stream the trainer reads.
  *
- * - Env tracks: an episode's outcome comes from the job's judge over the final answer (a rule
- *   checks it against the task's reference; the env's own reward is the reference reward);
- *   a model judge (llm, onnx-prm) also scores every turn, added as outcome + coef · mean score.
+ * - Env tracks: an episode's outcome is the track's rule over the final answer (checked
+ *   against the task's reference; `env-reward` is the environment's own reward), or a reward
+ *   plugin's value. A model judge (llm, onnx-prm) scores every turn (a process reward) and never
+ *   replaces the outcome: each turn's value is outcome + coef · its score over the turn's
+ *   token span, the episode's reward outcome + coef · mean score, and the trainer normalises the
+ *   turns per group and step (OpenClaw-RL's step-wise estimator, batches.ts).
  * - Personal track: every turn is scored from the user's reaction in the next state, unless
  *   the user gave explicit feedback: a reward replaces the judge's score, a correction is the
  *   evidence the judge reads (and the OPD hint). OpenClaw-RL's at-least-one rule: the first
@@ -14,7 +17,9 @@
  */
 
 import type { JudgePanel } from '../../actors/judge/judge-panel.js';
+import type { JudgeReference } from '../../actors/judge/prompts.js';
 import { contentToText, formatHintForUser } from '../../actors/judge/prompts.js';
+import { applyRule, type RuleName } from '../../actors/judge/rule-verifiers.js';
 import { combineStepRewards } from '../../actors/judge/step-rewards.js';
 import type { ChatMessage } from '../../actors/models/chat-template.js';
 import type { Feedback } from '../../actors/rollout/turn-feedback.js';
@@ -35,6 +40,8 @@ export interface JudgeStageOptions {
   kind: 'episode' | 'turn';
   /** Per-turn PRM scores are added to env outcomes with this weight (model judges only). */
   stepRewardCoef?: number;
+  /** Env tracks with a model judge: the rule that gives the outcome (the track's judge.rule). */
+  outcomeRule?: RuleName;
   /** opd / combine: judge every turn in OPD mode and score the hint with the teacher. */
   opd: boolean;
   /** combine on the personal track: also a PRM verdict for the RL part. */
@@ -92,6 +99,25 @@ function withHint(messages: ChatMessage[], hint: string): ChatMessage[] {
   return [...out, { role: 'user', content: formatHintForUser(hint).trim() }];
 }
 
+/**
+ * The episode's outcome by the track's rule. A reference the rule cannot read (an env that
+ * reports only its own reward) falls back to that reward, else 0.
+ */
+function ruleOutcome(
+  rule: RuleName | undefined,
+  response: string,
+  reference: Record<string, unknown>,
+): number {
+  const envReward =
+    typeof reference.reward === 'number' && Number.isFinite(reference.reward) ? reference.reward : 0;
+  if (!rule) return envReward;
+  try {
+    return applyRule(rule, response, reference as JudgeReference).reward;
+  } catch {
+    return envReward;
+  }
+}
+
 /** Judges the turns of one episode (env tracks: all turns; personal: one). */
 export async function judgeEpisode(
   turns: TrajectoryRecord[],
@@ -102,29 +128,49 @@ export async function judgeEpisode(
   if (o.kind === 'episode') {
     const last = judged.at(-1)!;
     const finalMessages = (last.extra?.finalMessages as ChatMessage[] | undefined) ?? last.messages;
-    const outcome = await o.panel.judge(
-      { messages: finalMessages, response: responseText(last), nextState: null, reference },
-      { mode: 'prm' },
-    );
-    // A reward plugin's value replaces the judge's outcome (slime's custom reward model).
+    // A reward plugin's value replaces the outcome (slime's custom reward model).
     const custom = typeof reference.custom === 'number' ? reference.custom : undefined;
-    let reward = custom ?? outcome.votes.find((v) => v.reward !== undefined)?.reward ?? outcome.score;
+    let outcome: number;
+    if (o.stepRewardCoef !== undefined) {
+      // The model judge scores steps; the outcome stays the environment's.
+      outcome = custom ?? ruleOutcome(o.outcomeRule, responseText(last), reference);
+    } else {
+      const verdict = await o.panel.judge(
+        { messages: finalMessages, response: responseText(last), nextState: null, reference },
+        { mode: 'prm' },
+      );
+      outcome = custom ?? verdict.votes.find((v) => v.reward !== undefined)?.reward ?? verdict.score;
+      for (const r of judged) {
+        r.votes = verdict.votes.map((v) => v.score ?? 0);
+        r.score = verdict.score;
+      }
+    }
+    let reward = outcome;
     if (o.stepRewardCoef !== undefined) {
       const steps = await Promise.all(judged.map((r) => o.panel.judge(judgeInput(r), { mode: 'prm' })));
-      steps.forEach((s, i) => {
-        judged[i].votes = s.votes.map((v) => v.score ?? 0);
-        judged[i].score = s.score;
+      // Each turn's response is one step; its span is where its tokens sit in the episode's responses.
+      let at = 0;
+      const spans = judged.map((r) => {
+        const span = [at, at + r.tokenIds.length] as const;
+        at += r.tokenIds.length;
+        return span;
       });
-      reward = combineStepRewards(
-        reward,
-        steps.map((s) => ({ score: s.score, span: [0, 0] as const })),
+      const combined = combineStepRewards(
+        outcome,
+        steps.map((s, i) => ({ score: s.score, span: spans[i] })),
         o.stepRewardCoef,
-      ).final;
-    } else {
-      for (const r of judged) {
-        r.votes = outcome.votes.map((v) => v.score ?? 0);
-        r.score = outcome.score;
-      }
+      );
+      judged.forEach((r, i) => {
+        r.votes = steps[i].votes.map((v) => v.score ?? 0);
+        r.score = steps[i].score;
+        Object.assign(r.extra as Record<string, unknown>, {
+          outcome,
+          stepIndex: i,
+          stepSpan: [...spans[i]],
+          stepReward: combined.stepScoresWithOutcome[i],
+        });
+      });
+      reward = combined.final;
     }
     for (const r of judged) (r.extra as Record<string, unknown>).reward = reward;
   } else {
