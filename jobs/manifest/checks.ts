@@ -107,6 +107,12 @@ export function crossFieldIssues(raw: RawManifest, m: RLJobManifest): FieldIssue
     add(['judge', 'threshold'], `applies to an onnx-prm judge only; this judge is ${judge.backend}`);
   }
 
+  if (method !== 'sft' && m.spec.rollout.temperature === 0) {
+    add(
+      ['rollout', 'temperature'],
+      'greedy rollouts (temperature 0) are no samples of the policy: PPO has no probability to correct with, so nothing would train; expected > 0',
+    );
+  }
   const [low, high] = train.clip;
   if (low > high) add(['train', 'clip'], `expected [low, high] with low ≤ high, got [${low}, ${high}]`);
   if (train.minLr > train.lr) {

@@ -133,6 +133,9 @@ describe('parseManifest', () => {
     expect(() =>
       parseManifest(minimal('personal', 'rl', "  serve: { sideCalls: { 'Bad-Kind': x } }\n"), 'job.yaml'),
     ).toThrow(/sideCalls/);
+    expect(() => parseManifest(minimal('toolcall', 'rl', '  rollout: { temperature: 0 }\n'), 'job.yaml')).toThrow(
+      /spec\.rollout\.temperature.*greedy/s,
+    );
   });
 
   it('defaults the OPD teacher to frozen only with in-job judge engines on the policy, and refuses it elsewhere', () => {
