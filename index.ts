@@ -8,6 +8,7 @@
  */
 import { ambientCluster } from './actors/runtime/ambient.js';
 import { Cluster, type ClusterOptions } from './actors/runtime/cluster.js';
+import { findLocalHead, staleHeadMessage } from './common/local-head.js';
 import type { LocalClusterOptions } from './local/local-cluster.js';
 
 export { type ActorContext, actorContext } from './actors/runtime/actor-context.js';
@@ -34,7 +35,8 @@ export interface ConnectOptions extends Omit<ClusterOptions, 'address'> {
 
 /**
  * Connects to the cluster at `address`, else at `CLAWRAY_ADDRESS`; inside an actor, to the
- * actor's own cluster; with neither, starts an embedded local cluster (head and one worker in
+ * actor's own cluster; else to the head this machine started (`$CLAWRAY_HOME/head.json`, as
+ * the CLI does); with none of these, starts an embedded local cluster (head and one worker in
  * this process, sized to the machine) that stops when the returned client is closed.
  */
 export async function connect(address?: string, options: ConnectOptions = {}): Promise<Cluster> {
@@ -42,6 +44,11 @@ export async function connect(address?: string, options: ConnectOptions = {}): P
   if (!target) {
     const inActor = ambientCluster();
     if (inActor) return inActor;
+    // The head this machine started, as the CLI finds it; a stale record is removed and said.
+    const machine = findLocalHead();
+    if (machine.head) return Cluster.connect({ ...options, address: machine.head.address });
+    if (machine.stale)
+      process.stderr.write(`clawray: ${staleHeadMessage(machine.stale)}; starting an embedded cluster\n`);
     const { LocalCluster } = await import('./local/local-cluster.js');
     const local = await LocalCluster.start(options.local);
     const cluster = new Cluster({ ...options, address: local.address, token: local.token });

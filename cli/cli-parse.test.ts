@@ -1,4 +1,5 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -147,9 +148,19 @@ describe('resolveAddress', () => {
   });
 
   it('uses $CLAWRAY_HOME/head.json when there is no flag or env', () => {
-    writeHeadFile(JSON.stringify({ address: 'file:2', pid: 123 }));
+    writeHeadFile(JSON.stringify({ address: 'file:2', pid: process.pid }));
     expect(resolveAddress()).toBe('file:2');
     expect(resolveAddress('')).toBe('file:2');
+  });
+
+  it('removes a head file whose pid is not running, and says so in the refusal', () => {
+    // A child that has exited: its pid names no process any more.
+    const dead = spawnSync(process.execPath, ['-e', '0']).pid!;
+    writeHeadFile(JSON.stringify({ address: 'file:2', pid: dead }));
+    expect(() => resolveAddress()).toThrow(
+      new RegExp(`head recorded in .*head\\.json \\(pid ${dead}, file:2\\) is not running`),
+    );
+    expect(existsSync(join(home, 'head.json'))).toBe(false);
   });
 
   it('throws a ConfigError saying how to fix it when nothing is given', () => {

@@ -1,7 +1,6 @@
 /** Parsers for CLI flag values; a bad value names the flag. */
-import { existsSync, readFileSync } from 'node:fs';
 import { ConfigError } from '../common/errors.js';
-import { headFilePath } from '../common/home.js';
+import { findLocalHead, staleHeadMessage } from '../common/local-head.js';
 
 export function int(flag: string) {
   return (value: string): number => {
@@ -57,20 +56,17 @@ export function jsonNumbers(flag: string) {
   };
 }
 
-/** --address, else CLAWRAY_ADDRESS, else the head started on this machine. */
+/**
+ * --address, else CLAWRAY_ADDRESS, else the head started on this machine (a record left by a
+ * head that no longer runs is removed, and the refusal says so).
+ */
 export function resolveAddress(flag?: string): string {
   if (flag) return flag;
   if (process.env.CLAWRAY_ADDRESS) return process.env.CLAWRAY_ADDRESS;
-  const file = headFilePath();
-  if (existsSync(file)) {
-    try {
-      const { address } = JSON.parse(readFileSync(file, 'utf8')) as { address?: string };
-      if (address) return address;
-    } catch {
-      // Fall through to the error below.
-    }
-  }
+  const local = findLocalHead();
+  if (local.head) return local.head.address;
+  const why = local.stale ? `${staleHeadMessage(local.stale)}. ` : '';
   throw new ConfigError(
-    'no cluster address: pass --address HOST:PORT, set CLAWRAY_ADDRESS, or start a head on this machine (clawray head start)',
+    `no cluster address: ${why}pass --address HOST:PORT, set CLAWRAY_ADDRESS, or start a cluster on this machine (clawray start --local, or clawray head start)`,
   );
 }

@@ -1,12 +1,12 @@
 /** `clawray job submit|status|logs|stop|list|delete` (Ray Jobs semantics). */
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { Cluster } from '../actors/runtime/cluster.js';
 import { requireClientToken } from '../common/auth.js';
 import { ConfigError } from '../common/errors.js';
-import { headFilePath } from '../common/home.js';
 import { DEFAULT_STOP_GRACE_MS, SUPERVISOR_NAMESPACE, supervisorName } from '../common/job-names.js';
+import { findLocalHead, staleHeadMessage } from '../common/local-head.js';
 import { silentLogger } from '../common/logger.js';
 import { loadManifest } from '../jobs/manifest/load.js';
 import { DEFAULT_MAX_PACKAGE_BYTES, packWorkingDir } from '../jobs/package/working-dir.js';
@@ -36,17 +36,16 @@ interface Conn {
   close(): Promise<void>;
 }
 
-/** --address, CLAWRAY_ADDRESS, then the local head file; undefined when there is none. */
+/**
+ * --address, CLAWRAY_ADDRESS, then the head started on this machine; undefined when there is
+ * none (a stale record is removed and said, and the caller may start an embedded cluster).
+ */
 function findAddress(flag?: string): string | undefined {
   if (flag) return flag;
   if (process.env.CLAWRAY_ADDRESS) return process.env.CLAWRAY_ADDRESS;
-  const file = headFilePath();
-  if (!existsSync(file)) return undefined;
-  try {
-    return (JSON.parse(readFileSync(file, 'utf8')) as { address?: string }).address || undefined;
-  } catch {
-    return undefined;
-  }
+  const local = findLocalHead();
+  if (local.stale) process.stderr.write(`clawray: ${staleHeadMessage(local.stale)}\n`);
+  return local.head?.address;
 }
 
 /**

@@ -4,16 +4,20 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { packageRoot } from '../common/package-root.js';
+import { registerActorsCommands } from './actors-commands.js';
 import { EXIT_USAGE, exitOnError } from './cli-errors.js';
 import { registerEnvCommands } from './env-command.js';
+import { registerEvalCommand } from './eval-command.js';
 import { registerHealthCommand } from './health-command.js';
 import { registerJobCommands } from './job-commands.js';
+import { addLogFormatOption } from './log-format.js';
 import { registerModelCommands } from './model-commands.js';
 import { registerRljobCommands } from './rljob-run.js';
 import { registerSandboxCommand } from './sandbox-command.js';
 import { registerServeCommand } from './serve-command.js';
 import { registerServerCommands } from './server-commands.js';
 import { registerStatusCommands } from './status-commands.js';
+import { registerStopCommand } from './stop-command.js';
 
 const { version } = JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as {
   version: string;
@@ -26,14 +30,18 @@ const program = new Command()
   .showHelpAfterError()
   .exitOverride();
 
+addLogFormatOption(program);
 registerServerCommands(program);
+registerStopCommand(program);
 registerStatusCommands(program);
+registerActorsCommands(program);
 registerModelCommands(program);
 registerServeCommand(program);
 registerSandboxCommand(program);
 registerEnvCommands(program);
 registerJobCommands(program);
 registerRljobCommands(program);
+registerEvalCommand(program);
 registerHealthCommand(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {

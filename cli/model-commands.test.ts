@@ -65,6 +65,35 @@ describe('clawray model init', () => {
     expect(loadModelDir(out).config.torch_dtype).toBe('bfloat16');
   });
 
+  it('--max-context sets the context length the model directory declares', () => {
+    const out = join(root, 'long');
+    const { code, stdout } = clawray([
+      'model',
+      'init',
+      '--preset',
+      'tiny',
+      '--out',
+      out,
+      '--max-context',
+      '4096',
+    ]);
+    expect(code).toBe(0);
+    expect(stdout).toContain('context 4096 tokens');
+    expect(loadModelDir(out).config.max_position_embeddings).toBe(4096);
+    const bad = clawray([
+      'model',
+      'init',
+      '--preset',
+      'tiny',
+      '--out',
+      join(root, 'short'),
+      '--max-context',
+      '8',
+    ]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--max-context expects 16 to 1,048,576 tokens, got 8/);
+  });
+
   it.each([
     [['--preset', 'huge', '--out', 'x'], /--preset expects one of tiny, small, got 'huge'/],
     [['--preset', 'tiny'], /--out DIR is required/],

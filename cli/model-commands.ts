@@ -5,6 +5,10 @@ import { initRandomModel, MODEL_DTYPES, type ModelDtype } from '../actors/models
 import { ConfigError } from '../common/errors.js';
 import { int } from './cli-parse.js';
 
+/** Context lengths `model init` accepts: 1M positions is past any checkpoint of this family. */
+const MIN_CONTEXT = 16;
+const MAX_CONTEXT = 1 << 20;
+
 function preset(value: string): PresetName {
   if (!Object.hasOwn(PRESETS, value)) {
     throw new ConfigError(`--preset expects one of ${Object.keys(PRESETS).join(', ')}, got '${value}'`);
@@ -29,6 +33,11 @@ export function registerModelCommands(program: Command): void {
     .option('--out <dir>', 'directory to write (created if missing)')
     .option('--seed <n>', 'random seed; the same seed writes byte-identical files', int('--seed'), 0)
     .option('--dtype <dtype>', `weight dtype (${MODEL_DTYPES.join(' | ')})`, dtype, 'f32' as ModelDtype)
+    .option(
+      '--max-context <tokens>',
+      "context length (max_position_embeddings) in place of the preset's, at least 16",
+      int('--max-context'),
+    )
     .option('--force', 'overwrite a directory that already holds a model')
     .option('--json', 'print JSON')
     .action(
@@ -37,28 +46,39 @@ export function registerModelCommands(program: Command): void {
         out?: string;
         seed: number;
         dtype: ModelDtype;
+        maxContext?: number;
         force?: boolean;
         json?: boolean;
       }) => {
         // Required options are checked here rather than by commander so the error is a ConfigError (exit 2, no usage dump).
         if (!opts.preset) throw new ConfigError(`--preset is required (${Object.keys(PRESETS).join(' | ')})`);
         if (!opts.out) throw new ConfigError('--out DIR is required');
+        const m = opts.maxContext;
+        if (m !== undefined && (m < MIN_CONTEXT || m > MAX_CONTEXT)) {
+          throw new ConfigError(
+            `--max-context expects ${MIN_CONTEXT} to ${MAX_CONTEXT.toLocaleString('en-US')} tokens, got ${m} ` +
+              '(the RoPE tables and the KV cache of a full sequence grow with it)',
+          );
+        }
         const result = initRandomModel({
           preset: opts.preset,
           outDir: opts.out,
           seed: opts.seed,
           dtype: opts.dtype,
+          maxContext: opts.maxContext,
           overwrite: opts.force,
         });
+        const context = result.config.max_position_embeddings;
         if (opts.json) {
           const { dir, parameterCount, files } = result;
           process.stdout.write(
-            `${JSON.stringify({ dir, preset: opts.preset, seed: opts.seed, dtype: opts.dtype, parameterCount, files }, null, 2)}\n`,
+            `${JSON.stringify({ dir, preset: opts.preset, seed: opts.seed, dtype: opts.dtype, maxContext: context, parameterCount, files }, null, 2)}\n`,
           );
           return;
         }
         process.stdout.write(
-          `${result.dir}\npreset ${opts.preset}, ${result.parameterCount.toLocaleString('en-US')} parameters, ${opts.dtype}, seed ${opts.seed}\n`,
+          `${result.dir}\npreset ${opts.preset}, ${result.parameterCount.toLocaleString('en-US')} parameters, ${opts.dtype}, seed ${opts.seed}` +
+            `${opts.maxContext !== undefined ? `, context ${context} tokens` : ''}\n`,
         );
       },
     );

@@ -1,5 +1,11 @@
-/** `clawray sandbox exec`: one command in the agent sandbox (bubblewrap), for trying it out by hand. */
-import { constants as osConstants } from 'node:os';
+/**
+ * `clawray sandbox exec`: one command in the agent sandbox (bubblewrap), for trying it out by
+ * hand. Its workspace is a fresh directory of its own unless `--workspace` names one; a
+ * directory of the user's is never chowned to the sandbox user (only with --chown-workspace).
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { constants as osConstants, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Command } from 'commander';
 import { runSandboxed } from '../actors/envs/sandbox/sandbox.js';
 import { int } from './cli-parse.js';
@@ -10,9 +16,19 @@ export function registerSandboxCommand(program: Command): void {
   const sandbox = program.command('sandbox').description('the sandbox agent commands run in (bubblewrap)');
   sandbox
     .command('exec')
-    .description('run one command in a fresh sandbox with DIR at /workspace; exits with its exit code')
+    .description(
+      'run one command in a fresh sandbox with a workspace at /workspace; exits with its exit code',
+    )
     .argument('<command...>', 'the command and its arguments (after --)')
-    .option('--workspace <dir>', 'directory mounted read-write at /workspace', '.')
+    .option(
+      '--workspace <dir>',
+      'directory mounted read-write at /workspace (default: a fresh empty one, removed afterwards)',
+    )
+    .option(
+      '--chown-workspace',
+      'as root: chown --workspace DIR recursively to the sandbox user so it can write everywhere (default: leave it as it is)',
+    )
+    .option('--keep-workspace', 'keep the fresh workspace afterwards and print its path')
     .option('--network', 'share the host network (default: none, only a private loopback)')
     .option(
       '--allow-host <pattern>',
@@ -26,25 +42,50 @@ export function registerSandboxCommand(program: Command): void {
     .option('--max-processes <n>', 'process limit of the sandbox user (RLIMIT_NPROC)', int('--max-processes'))
     .option('--max-output-bytes <n>', 'stdout + stderr kept before the run is cut', int('--max-output-bytes'))
     .action(async (command: string[], o) => {
-      const result = await runSandboxed({
-        command,
-        workspace: o.workspace,
-        network: Boolean(o.network),
-        allowHosts: o.allowHost,
-        timeoutMs: o.timeoutMs,
-        memoryMb: o.memoryMb,
-        cpuSeconds: o.cpuSeconds,
-        maxProcesses: o.maxProcesses,
-        maxOutputBytes: o.maxOutputBytes,
-        onOutput: (stream, chunk) => (stream === 'stdout' ? process.stdout : process.stderr).write(chunk),
-      });
-      if (result.truncated) process.stderr.write('clawray: output limit reached; the command was killed\n');
-      if (result.timedOut) {
-        process.stderr.write(`clawray: timed out after ${o.timeoutMs} ms; the command was killed\n`);
-        process.exitCode = EXIT_TIMEOUT;
-        return;
+      const fresh = o.workspace === undefined;
+      const workspace = fresh ? await mkdtemp(join(tmpdir(), 'clawray-sandbox-')) : (o.workspace as string);
+      try {
+        await execIn(command, workspace, fresh, o);
+      } finally {
+        if (fresh && o.keepWorkspace)
+          process.stderr.write(`clawray: the workspace is kept at ${workspace}\n`);
+        else if (fresh) await rm(workspace, { recursive: true, force: true });
       }
-      if (result.exitCode !== null) process.exitCode = result.exitCode;
-      else process.exitCode = 128 + (result.signal ? (osConstants.signals[result.signal] ?? 9) : 9);
     });
+}
+
+interface ExecOptions {
+  network?: boolean;
+  allowHost: string[];
+  timeoutMs: number;
+  memoryMb?: number;
+  cpuSeconds?: number;
+  maxProcesses?: number;
+  maxOutputBytes?: number;
+  chownWorkspace?: boolean;
+}
+
+async function execIn(command: string[], workspace: string, fresh: boolean, o: ExecOptions): Promise<void> {
+  const result = await runSandboxed({
+    command,
+    workspace,
+    // A directory this command made is the sandbox's; one of the user's keeps its owner.
+    workspaceAccess: fresh || o.chownWorkspace ? 'chown' : 'keep',
+    network: Boolean(o.network),
+    allowHosts: o.allowHost,
+    timeoutMs: o.timeoutMs,
+    memoryMb: o.memoryMb,
+    cpuSeconds: o.cpuSeconds,
+    maxProcesses: o.maxProcesses,
+    maxOutputBytes: o.maxOutputBytes,
+    onOutput: (stream, chunk) => (stream === 'stdout' ? process.stdout : process.stderr).write(chunk),
+  });
+  if (result.truncated) process.stderr.write('clawray: output limit reached; the command was killed\n');
+  if (result.timedOut) {
+    process.stderr.write(`clawray: timed out after ${o.timeoutMs} ms; the command was killed\n`);
+    process.exitCode = EXIT_TIMEOUT;
+    return;
+  }
+  if (result.exitCode !== null) process.exitCode = result.exitCode;
+  else process.exitCode = 128 + (result.signal ? (osConstants.signals[result.signal] ?? 9) : 9);
 }

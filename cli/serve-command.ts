@@ -1,5 +1,4 @@
 /** `clawray serve`: a model directory behind the OpenAI-compatible endpoint, in the foreground. */
-import { randomBytes } from 'node:crypto';
 import type { Command } from 'commander';
 import { Registry } from 'prom-client';
 import { JsonlTurnSink, TurnRecorder } from '../actors/rollout/capture-recorder.js';
@@ -9,6 +8,7 @@ import { resolveClientToken } from '../common/auth.js';
 import { createLogger } from '../common/logger.js';
 import { onShutdownSignal } from './cli-errors.js';
 import { int } from './cli-parse.js';
+import { ensureServeToken } from './serve-token.js';
 
 export function registerServeCommand(program: Command): void {
   program
@@ -22,7 +22,7 @@ export function registerServeCommand(program: Command): void {
     .option('--port <port>', 'port (0: any free port)', int('--port'), 8000)
     .option(
       '--token <token>',
-      'bearer token clients must send (default: CLAWRAY_TOKEN, the cluster token file, or a new one)',
+      'bearer token clients must send (default: CLAWRAY_TOKEN, the cluster token file, else one generated into $CLAWRAY_HOME/serve-token, mode 0600)',
     )
     .option('--no-auth', 'accept requests without a token')
     .option(
@@ -44,8 +44,14 @@ export function registerServeCommand(program: Command): void {
       let tokenSource = 'none (--no-auth)';
       if (o.auth) {
         const resolved = resolveClientToken(o.token);
-        token = resolved?.token ?? randomBytes(18).toString('base64url');
-        tokenSource = resolved?.source ?? `generated: ${token}`;
+        if (resolved) {
+          token = resolved.token;
+          tokenSource = `from ${resolved.source}`;
+        } else {
+          const kept = ensureServeToken();
+          token = kept.token;
+          tokenSource = `in ${kept.file} (send it as "Authorization: Bearer <token>")`;
+        }
       }
       const recorder = o.record ? new TurnRecorder({ sink: new JsonlTurnSink(o.record), logger }) : undefined;
       const app = createOpenAiServer({ model, token, recorder, registry, logger });

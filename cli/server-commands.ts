@@ -1,6 +1,8 @@
 /** `clawray head start`, `clawray worker start`, `clawray start --local`: servers in the foreground. */
-import type { Command } from 'commander';
+import { type Command, Option } from 'commander';
 import { requireClientToken } from '../common/auth.js';
+import { ConfigError } from '../common/errors.js';
+import { writeWorkerRecord } from '../common/local-workers.js';
 import { createLogger } from '../common/logger.js';
 import { DEFAULT_HEAD_PORT } from '../head/head-options.js';
 import { HeadServer } from '../head/head-server.js';
@@ -81,18 +83,27 @@ export function registerServerCommands(program: Command): void {
     .option('--port <port>', 'node agent port (0: any free port)', int('--port'), 0)
     .option('--pool-size <n>', 'pre-started actor processes kept warm', int('--pool-size'), 2)
     .option('--metrics-port <port>', 'serve Prometheus /metrics on this port', int('--metrics-port'))
+    .addOption(
+      // `start --local` passes it with a pipe on stdin: this worker must not outlive its starter.
+      new Option(
+        '--exit-with-parent',
+        'exit when stdin closes (the process that started it died)',
+      ).hideHelp(),
+    )
     .action(async (o) => {
+      // Watched from the start: a starter that dies while this worker still waits for the
+      // head must not leave it waiting for good.
+      let agent: NodeAgent | undefined;
+      if (o.exitWithParent) exitWithParent(async () => agent?.stop({ graceful: false }));
       // Flags beat CLAWRAY_GPUS, which beats what the worker would find by itself.
       const gpusEnv = process.env.CLAWRAY_GPUS;
       if (o.gpus === undefined && o.gpuIds === undefined && gpusEnv !== undefined && gpusEnv !== '') {
         o.gpus = int('CLAWRAY_GPUS')(gpusEnv);
       }
       if (o.gpus !== undefined && o.gpuIds !== undefined) {
-        throw new (await import('../common/errors.js')).ConfigError(
-          'give either --gpus or --gpu-ids, not both',
-        );
+        throw new ConfigError('give either --gpus or --gpu-ids, not both');
       }
-      const agent = await NodeAgent.start(
+      agent = await NodeAgent.start(
         {
           headAddress: o.head,
           token: requireClientToken(o.token).token,
@@ -110,11 +121,13 @@ export function registerServerCommands(program: Command): void {
         },
         createLogger({ component: 'worker' }),
       );
+      writeWorkerRecord({ head: o.head, address: agent.address });
       process.stdout.write(
         `clawray worker ${agent.nodeId} listening on ${agent.address} (GPUs: ${agent.gpuIdList.join(',') || 'none'} from ${agent.gpuSource}` +
           `${agent.metricsPort ? `, metrics on :${agent.metricsPort}` : ''})\n`,
       );
-      onShutdownSignal(() => agent.stop());
+      const started = agent;
+      onShutdownSignal(() => started.stop());
     });
 
   program
@@ -124,7 +137,7 @@ export function registerServerCommands(program: Command): void {
     .option('--workers <n>', 'worker processes', int('--workers'), 1)
     .option(
       '--gpus-per-worker <n>',
-      'GPUs each worker declares (default: nvidia-smi’s, split)',
+      'GPUs each worker declares, ids disjoint: worker i gets i·N … i·N+N−1 (default: the GPUs nvidia-smi reports, split evenly; none without)',
       int('--gpus-per-worker'),
     )
     .option(
@@ -135,7 +148,14 @@ export function registerServerCommands(program: Command): void {
     .option('--port <port>', 'head gRPC port', int('--port'), DEFAULT_HEAD_PORT)
     .option('--store <store>', 'cluster store', 'memory')
     .option('--metrics-port <port>', 'head /metrics port', int('--metrics-port'))
+    .option(
+      '--worker-metrics-port <port>',
+      'worker i serves /metrics on PORT + i (0: each on any free port)',
+      int('--worker-metrics-port'),
+      0,
+    )
     .action(async (o) => {
+      if (o.workers < 1) throw new ConfigError('--workers expects at least 1 worker');
       const cluster = await LocalCluster.start({
         workers: o.workers,
         gpusPerWorker: o.gpusPerWorker,
@@ -143,13 +163,41 @@ export function registerServerCommands(program: Command): void {
         port: o.port,
         store: o.store,
         metricsPort: o.metricsPort,
+        workerMetricsPort: o.workerMetricsPort,
         workerProcesses: true,
         writeLocalFiles: true,
       });
+      const workers = cluster.workerProcesses
+        .map(
+          (w, i) =>
+            `  worker ${i}: pid ${w.pid}, GPUs ${w.gpuIds.join(',') || 'none'}` +
+            `${w.metricsPort ? `, metrics on :${w.metricsPort}` : ''}\n`,
+        )
+        .join('');
       process.stdout.write(
-        `clawray local cluster: head on ${cluster.address} with ${o.workers} worker(s); ` +
-          `try: clawray status  (CLAWRAY_ADDRESS=${cluster.address})\n`,
+        `clawray local cluster: head on ${cluster.address}` +
+          `${cluster.head.metricsPort ? ` (metrics on :${cluster.head.metricsPort})` : ''} with ${o.workers} worker(s)\n` +
+          workers +
+          `try: clawray status  (CLAWRAY_ADDRESS=${cluster.address}); stop with Ctrl-C or clawray stop\n`,
       );
       onShutdownSignal(() => cluster.stop());
     });
+}
+
+/** How long a worker whose starter died may take to stop its actors before it just exits. */
+const ORPHAN_STOP_MS = 3000;
+
+/**
+ * Exits when stdin reaches its end: the process that started this worker holds the other end
+ * of the pipe, and the kernel closes it when that process dies however it dies. The actor
+ * processes follow this one (they exit when their IPC channel to it closes).
+ */
+function exitWithParent(stop: () => Promise<void>): void {
+  process.stdin.on('data', () => {});
+  process.stdin.once('close', () => {
+    process.stderr.write('clawray: the process that started this worker is gone; stopping\n');
+    const timer = setTimeout(() => process.exit(1), ORPHAN_STOP_MS);
+    timer.unref();
+    stop().finally(() => process.exit(1));
+  });
 }

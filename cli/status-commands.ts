@@ -1,11 +1,12 @@
-/** `clawray status` and `clawray actors list`. */
+/** `clawray status` (the actors' verbs are in actors-commands.ts). */
 import type { Command } from 'commander';
 import { Cluster } from '../actors/runtime/cluster.js';
-import type { ClusterStatusView } from '../actors/runtime/views.js';
+import type { ClusterStatusView, PendingDemandView } from '../actors/runtime/views.js';
 import { resolveAddress } from './cli-parse.js';
 import { resourcePairs, table } from './table.js';
 
-async function withCluster<T>(
+/** Runs `fn` with a client of the head the flags (or the environment) name, then closes it. */
+export async function withCluster<T>(
   opts: { address?: string; token?: string },
   fn: (c: Cluster) => Promise<T>,
 ): Promise<T> {
@@ -54,10 +55,43 @@ export function formatStatus(s: ClusterStatusView): string {
     '',
     nodes,
     '',
-    `actors: ${actorLine}`,
+    `actors: ${actorLine}${s.droppedDeadActors ? ` (and ${s.droppedDeadActors} older dead no longer kept)` : ''}`,
     '',
     groups,
+    '',
+    formatPendingDemands(s.pendingDemands),
   ].join('\n');
+}
+
+/**
+ * Ray's "Pending Demands": what waits for resources, grouped by shape, e.g.
+ * `{CPU: 1}: 3 actors (DEFAULT), waiting up to 25 s`.
+ */
+export function formatPendingDemands(demands: PendingDemandView[], nowMs = Date.now()): string {
+  if (demands.length === 0) return 'pending demands: none';
+  const groups = new Map<string, { count: number; oldestMs: number; kind: string }>();
+  for (const d of demands) {
+    const shape = `${d.bundles.map((b) => formatMap(b)).join(', ')} (${d.kind === 'actor' ? d.strategy.split(' ')[0] : d.strategy})`;
+    const key = `${d.kind}\u0000${shape}`;
+    const g = groups.get(key) ?? { count: 0, oldestMs: d.pendingSinceMs, kind: d.kind };
+    g.count++;
+    g.oldestMs = Math.min(g.oldestMs, d.pendingSinceMs);
+    groups.set(key, g);
+  }
+  const lines = [...groups].map(([key, g]) => {
+    const shape = key.split('\u0000')[1];
+    const what = g.kind === 'actor' ? 'actor' : 'placement group';
+    const waited = Math.max(0, Math.round((nowMs - g.oldestMs) / 1000));
+    return `  ${shape}: ${g.count} ${what}${g.count === 1 ? '' : 's'}, waiting up to ${waited} s`;
+  });
+  return ['pending demands:', ...lines].join('\n');
+}
+
+function formatMap(r: Record<string, number>): string {
+  const parts = Object.entries(r)
+    .filter(([, v]) => v)
+    .map(([k, v]) => `${k}: ${v}`);
+  return `{${parts.join(', ')}}`;
 }
 
 export function registerStatusCommands(program: Command): void {
@@ -70,37 +104,5 @@ export function registerStatusCommands(program: Command): void {
     .action(async (opts: { address?: string; token?: string; json?: boolean }) => {
       const status = await withCluster(opts, (c) => c.status());
       process.stdout.write(opts.json ? `${JSON.stringify(status, null, 2)}\n` : `${formatStatus(status)}\n`);
-    });
-
-  program
-    .command('actors')
-    .description('inspect actors')
-    .command('list')
-    .description('list actors with their state, node and GPU ids')
-    .option('--address <host:port>', 'head address')
-    .option('--token <token>', 'cluster token')
-    .option('--state <state>', 'only actors in this state (PENDING_CREATION, ALIVE, RESTARTING, DEAD)')
-    .option('--json', 'print JSON')
-    .action(async (opts: { address?: string; token?: string; state?: string; json?: boolean }) => {
-      const actors = await withCluster(opts, (c) => c.listActors({ state: opts.state }));
-      if (opts.json) {
-        process.stdout.write(`${JSON.stringify(actors, null, 2)}\n`);
-        return;
-      }
-      process.stdout.write(
-        `${table(
-          ['ACTOR', 'CLASS', 'NAME', 'STATE', 'NODE', 'GPUS', 'RESTARTS', 'PID'],
-          actors.map((a) => [
-            a.actorId,
-            a.className,
-            a.name,
-            a.state,
-            a.nodeId,
-            a.gpus.map((g) => (g.fraction === 1 ? String(g.gpuId) : `${g.gpuId}(${g.fraction})`)).join(','),
-            String(a.numRestarts),
-            a.pid ? String(a.pid) : '',
-          ]),
-        )}\n`,
-      );
     });
 }

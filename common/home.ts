@@ -11,3 +11,5 @@ export function clawrayHome(): string {
 
 export const tokenFilePath = (): string => join(clawrayHome(), 'token');
 export const headFilePath = (): string => join(clawrayHome(), 'head.json');
+/** The token `clawray serve` generates when given none (mode 0600; never printed). */
+export const serveTokenFilePath = (): string => join(clawrayHome(), 'serve-token');

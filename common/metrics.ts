@@ -3,7 +3,7 @@
  * of the registries it hosts (a head and a worker share one process in the embedded cluster).
  * Names follow `clawray_<area>_<thing>_<unit>` with low-cardinality labels.
  */
-import { Histogram, type Registry } from 'prom-client';
+import { collectDefaultMetrics, Histogram, type Registry } from 'prom-client';
 
 export { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
@@ -20,4 +20,18 @@ export function rpcDurationHistogram(registry: Registry): Histogram<'service' | 
     buckets: LATENCY_BUCKETS_S,
     registers: [registry],
   });
+}
+
+const withProcessMetrics = new WeakSet<Registry>();
+
+/**
+ * prom-client's default metrics of this process in `registry`: `process_*` (CPU, resident
+ * memory, open fds, start time) and `nodejs_*` (event-loop lag, heap, GC), what a Node
+ * exporter is expected to have. Called where a registry is served, once per registry (each
+ * call starts its own event-loop and GC observers).
+ */
+export function addProcessMetrics(registry: Registry): void {
+  if (withProcessMetrics.has(registry)) return;
+  withProcessMetrics.add(registry);
+  collectDefaultMetrics({ register: registry });
 }

@@ -6,7 +6,7 @@
  */
 import type { Histogram } from 'prom-client';
 import { parseWith } from '../actors/runtime/actor-options.js';
-import { resourcesFromWire } from '../actors/runtime/views.js';
+import { resourcesFromWire, resourcesToWire } from '../actors/runtime/views.js';
 import {
   ActorDiedError,
   AlreadyExistsError,
@@ -45,7 +45,16 @@ export interface ActorDirectoryDeps {
   onRestart(record: ActorRecord): void;
   /** After an actor is recorded DEAD for good (the job manager fails jobs whose supervisor died). */
   onDead?(record: ActorRecord, cause: Error): void;
+  /**
+   * An actor's process is gone (it restarts or is dead): what that incarnation owned goes
+   * with it. The directory kills the actors itself; this removes the placement groups.
+   */
+  onOwnerActorGone?(record: ActorRecord, reason: string): void;
+  /** A non-detached actor owned by a session was recorded (the registry watches the owner). */
+  onOwned?(ownerId: string): void;
   schedulingLatency: Histogram<string>;
+  /** Dead actors' records kept; beyond it the oldest dead are dropped (store included). */
+  maxDeadActors: number;
 }
 
 const nameKey = (namespace: string, name: string) => `${namespace}\u0000${name}`;
@@ -57,10 +66,20 @@ export class ActorDirectory {
   private readonly placements = new Map<string, ActorPlacement>();
   /** Actors killed with noRestart: whatever exit comes next makes them DEAD. */
   private readonly killing = new Set<string>();
+  /** Why an actor was killed, when not by a plain kill (its owner died): its death cause. */
+  private readonly killReasons = new Map<string, ActorDiedError>();
   /** Actors with a StartActor in flight from this head. */
   private readonly starting = new Set<string>();
   private readonly queuedAtMs = new Map<string, number>();
+  /** Wall-clock time each actor waiting for resources started waiting (for pending demands). */
+  private readonly waitingSinceMs = new Map<string, number>();
   private readonly timeouts = new Map<string, NodeJS.Timeout>();
+  /** Owner actor id → its live non-detached children (so a death does not scan every actor). */
+  private readonly children = new Map<string, Set<string>>();
+  /** Dead actors in the order they died: the first is dropped first. */
+  private readonly deadOrder = new Set<string>();
+  /** Dead actors' records dropped since this head started. */
+  droppedDead = 0;
 
   constructor(private readonly d: ActorDirectoryDeps) {}
 
@@ -123,6 +142,13 @@ export class ActorDirectory {
         fields: { placementGroupId: o.placementGroupId },
       });
     }
+    if (spec.ownerActorId && !o.detached) {
+      this.assertOwnerActorAlive(
+        spec.ownerActorId,
+        spec.ownerIncarnation,
+        `actor ${spec.className} (${spec.actorId})`,
+      );
+    }
     const now = Date.now();
     const record: ActorRecord = {
       actorId: spec.actorId,
@@ -130,6 +156,10 @@ export class ActorDirectory {
       className: spec.className,
       argsBase64: Buffer.from(spec.args).toString('base64'),
       jobId: spec.jobId,
+      ...(spec.ownerId ? { ownerId: spec.ownerId } : {}),
+      ...(spec.ownerActorId
+        ? { ownerActorId: spec.ownerActorId, ownerIncarnation: spec.ownerIncarnation }
+        : {}),
       options: {
         resources,
         labelSelector: { ...o.labelSelector },
@@ -143,6 +173,7 @@ export class ActorDirectory {
         bundleIndex: o.bundleIndex,
         env: { ...o.env },
         scheduleTimeoutMs: o.scheduleTimeoutMs,
+        ...(o.detached ? { detached: true } : {}),
       },
       state: 'PENDING_CREATION',
       nodeId: '',
@@ -161,6 +192,8 @@ export class ActorDirectory {
     if (record.options.name)
       this.names.set(nameKey(record.options.namespace, record.options.name), record.actorId);
     const done = this.settled(record);
+    if (record.ownerId && !record.ownerActorId && !record.options.detached) this.d.onOwned?.(record.ownerId);
+    this.indexChild(record);
     this.queuedAtMs.set(record.actorId, performance.now());
     if (attempt) await this.launch(record, attempt);
     else {
@@ -181,6 +214,22 @@ export class ActorDirectory {
     });
   }
 
+  /**
+   * An actor may only be created by a live incarnation of its owner actor: a request from one
+   * that died (or restarted) since is refused, as Ray fails the creation of an actor whose
+   * owner is dead.
+   */
+  assertOwnerActorAlive(ownerActorId: string, incarnation: number, what: string): void {
+    const owner = this.actors.get(ownerActorId);
+    if (owner && owner.state !== 'DEAD' && owner.incarnation === incarnation && owner.nodeId) return;
+    const state = !owner ? 'gone' : owner.state === 'DEAD' ? 'dead' : 'no longer that incarnation';
+    throw new ActorDiedError(
+      `cannot create ${what}: its owner, actor ${ownerActorId} (incarnation ${incarnation}), is ${state}; ` +
+        "use lifetime: 'detached' for one that outlives its creator",
+      { fields: { ownerActorId, incarnation } },
+    );
+  }
+
   /** A placement now, undefined when busy; throws when it can never be placed. */
   private tryReserve(record: ActorRecord): ActorPlacement | undefined {
     const o = record.options;
@@ -197,6 +246,7 @@ export class ActorDirectory {
 
   private enqueue(record: ActorRecord): void {
     const id = record.actorId;
+    if (!this.waitingSinceMs.has(id)) this.waitingSinceMs.set(id, Date.now());
     this.d.pending.add(`actor:${id}`, async () => {
       const current = this.actors.get(id);
       if (!current || current.state === 'DEAD' || current.nodeId) return true;
@@ -234,6 +284,7 @@ export class ActorDirectory {
   private async launch(record: ActorRecord, placement: ActorPlacement): Promise<void> {
     clearTimeout(this.timeouts.get(record.actorId));
     this.timeouts.delete(record.actorId);
+    this.waitingSinceMs.delete(record.actorId);
     const queuedAt = this.queuedAtMs.get(record.actorId);
     if (queuedAt !== undefined) {
       this.d.schedulingLatency.observe((performance.now() - queuedAt) / 1000);
@@ -314,13 +365,16 @@ export class ActorDirectory {
 
   // --- kills, exits, restarts -----------------------------------------------------------------
 
-  async kill(actorId: string, noRestart: boolean): Promise<void> {
+  /** `reason` completes the death cause: `actor X (id) was killed: REASON`. */
+  async kill(actorId: string, noRestart: boolean, reason?: string): Promise<void> {
     const record = this.get(actorId);
     if (record.state === 'DEAD') return;
     if (noRestart) this.killing.add(actorId);
-    const cause = new ActorDiedError(`actor ${record.className} (${actorId}) was killed`, {
-      fields: { actorId },
-    });
+    const cause = new ActorDiedError(
+      `actor ${record.className} (${actorId}) was killed${reason ? `: ${reason}` : ''}`,
+      { fields: { actorId } },
+    );
+    if (reason) this.killReasons.set(actorId, cause);
     if (!record.nodeId) {
       // Not placed yet: nothing runs anywhere.
       this.d.pending.delete(`actor:${actorId}`);
@@ -361,6 +415,56 @@ export class ActorDirectory {
     return live.length;
   }
 
+  /**
+   * The owner session `ownerId` is gone: its actors die with it (no restart), except detached
+   * ones and those an actor owns (they follow that actor). Resolves with how many it killed.
+   */
+  async killOwned(ownerId: string, reason: string): Promise<number> {
+    const owned = [...this.actors.values()].filter(
+      (a) => a.ownerId === ownerId && !a.ownerActorId && !a.options.detached && a.state !== 'DEAD',
+    );
+    await this.killAll(owned, reason);
+    return owned.length;
+  }
+
+  /** The children of `owner` (created by the incarnation that just ended) die with it. */
+  private killChildren(owner: ActorRecord, why: string): void {
+    const reason = `its owner, actor ${owner.className} (${owner.actorId}), ${why}`;
+    const children = [...(this.children.get(owner.actorId) ?? [])]
+      .map((id) => this.actors.get(id))
+      .filter(
+        (a): a is ActorRecord =>
+          a !== undefined && a.state !== 'DEAD' && (a.ownerIncarnation ?? 0) <= owner.incarnation,
+      );
+    if (children.length > 0) void this.killAll(children, reason);
+    this.d.onOwnerActorGone?.(owner, reason);
+  }
+
+  private indexChild(record: ActorRecord): void {
+    if (!record.ownerActorId || record.options.detached) return;
+    const set = this.children.get(record.ownerActorId) ?? new Set<string>();
+    set.add(record.actorId);
+    this.children.set(record.ownerActorId, set);
+  }
+
+  private unindexChild(record: ActorRecord): void {
+    if (!record.ownerActorId) return;
+    const set = this.children.get(record.ownerActorId);
+    if (!set) return;
+    set.delete(record.actorId);
+    if (set.size === 0) this.children.delete(record.ownerActorId);
+  }
+
+  private async killAll(records: ActorRecord[], reason: string): Promise<void> {
+    await Promise.all(
+      records.map((a) =>
+        this.kill(a.actorId, true, reason).catch((err: Error) =>
+          this.d.logger.warn({ actorId: a.actorId, err: err.message }, 'could not kill an owned actor'),
+        ),
+      ),
+    );
+  }
+
   /** An actor process exited (reported by its node). */
   async onExit(report: m.ReportActorExitRequest__Output): Promise<void> {
     const record = this.actors.get(report.actorId);
@@ -368,9 +472,10 @@ export class ActorDirectory {
     if (record.incarnation !== report.incarnation || record.nodeId !== report.nodeId) return;
     if (this.starting.has(record.actorId)) return; // the failed StartActor reply handles it
     const cause = this.killing.has(record.actorId)
-      ? new ActorDiedError(`actor ${record.className} (${record.actorId}) was killed`, {
+      ? (this.killReasons.get(record.actorId) ??
+        new ActorDiedError(`actor ${record.className} (${record.actorId}) was killed`, {
           fields: { actorId: record.actorId },
-        })
+        }))
       : report.error?.name
         ? fromErrorInfo(report.error)
         : new ActorDiedError('the actor process exited');
@@ -411,6 +516,9 @@ export class ActorDirectory {
       await this.finalizeDead(record, cause);
       return;
     }
+    // Ray's owner is the worker process: what this incarnation created dies with it, even
+    // though the actor itself restarts.
+    this.killChildren(record, `restarted after its process died (${cause.message})`);
     if (!preempted) record.numRestarts++;
     record.state = 'RESTARTING';
     record.nodeId = '';
@@ -453,9 +561,12 @@ export class ActorDirectory {
   private async finalizeDead(record: ActorRecord, cause: Error): Promise<void> {
     this.release(record);
     this.killing.delete(record.actorId);
+    this.killReasons.delete(record.actorId);
     this.d.pending.delete(`actor:${record.actorId}`);
     clearTimeout(this.timeouts.get(record.actorId));
     this.timeouts.delete(record.actorId);
+    this.queuedAtMs.delete(record.actorId);
+    this.waitingSinceMs.delete(record.actorId);
     record.state = 'DEAD';
     record.deathCause = toErrorInfo(cause);
     record.address = '';
@@ -468,6 +579,55 @@ export class ActorDirectory {
     this.waiters.delete(record.actorId);
     for (const w of waiters) w.reject(cause);
     this.d.onDead?.(record, cause);
+    this.unindexChild(record);
+    this.killChildren(record, `died (${cause.message})`);
+    this.deadOrder.add(record.actorId);
+    await this.trimDead();
+  }
+
+  /** Drops the oldest dead actors' records beyond `maxDeadActors`, here and in the store. */
+  private async trimDead(): Promise<void> {
+    const drop: string[] = [];
+    for (const id of this.deadOrder) {
+      if (this.deadOrder.size - drop.length <= this.d.maxDeadActors) break;
+      drop.push(id);
+    }
+    if (drop.length === 0) return;
+    for (const id of drop) {
+      this.deadOrder.delete(id);
+      this.actors.delete(id);
+    }
+    this.droppedDead += drop.length;
+    await this.d.store.apply(drop.map((id) => ({ op: 'delete' as const, table: 'actors' as const, id })));
+  }
+
+  /** Dead actors' records kept now. */
+  get deadCount(): number {
+    return this.deadOrder.size;
+  }
+
+  /** Actors waiting for resources (Ray's pending demands), oldest first. */
+  pendingDemands(): m.PendingDemand[] {
+    const out: m.PendingDemand[] = [];
+    for (const [id, since] of this.waitingSinceMs) {
+      const a = this.actors.get(id);
+      if (!a || a.state === 'DEAD' || a.nodeId) continue;
+      const o = a.options;
+      out.push({
+        kind: 'actor',
+        id,
+        name: o.name ? `${a.className} '${o.name}'` : a.className,
+        bundles: [resourcesToWire(o.resources)],
+        strategy: o.placementGroupId
+          ? `PLACEMENT_GROUP ${o.placementGroupId}${o.bundleIndex >= 0 ? ` bundle ${o.bundleIndex}` : ''}`
+          : 'DEFAULT',
+        labelSelector: o.labelSelector,
+        pendingSinceMs: since,
+        state: a.state,
+        ownerId: a.ownerId ?? '',
+      });
+    }
+    return out.sort((x, y) => Number(x.pendingSinceMs) - Number(y.pendingSinceMs));
   }
 
   private deathError(record: ActorRecord): Error {
@@ -480,9 +640,14 @@ export class ActorDirectory {
 
   /** Reloads actors after a head restart. Call after nodes and groups are restored. */
   restore(records: ActorRecord[]): void {
+    const dead = records.filter((r) => r.state === 'DEAD').sort((a, b) => a.updatedAtMs - b.updatedAtMs);
+    for (const record of dead) this.deadOrder.add(record.actorId);
     for (const record of records) {
       this.actors.set(record.actorId, record);
       if (record.state === 'DEAD') continue;
+      if (record.ownerId && !record.ownerActorId && !record.options.detached)
+        this.d.onOwned?.(record.ownerId);
+      this.indexChild(record);
       if (record.options.name)
         this.names.set(nameKey(record.options.namespace, record.options.name), record.actorId);
       if (record.state === 'ALIVE' && this.d.nodes.get(record.nodeId)) {
@@ -495,6 +660,18 @@ export class ActorDirectory {
 
   /** Actors that were being placed or started when the head went down start over. */
   async resumeAfterRestore(): Promise<void> {
+    await this.trimDead();
+    // Children whose owner actor died (or restarted) while the head was down die now.
+    for (const record of [...this.actors.values()]) {
+      if (record.state === 'DEAD' || !record.ownerActorId || record.options.detached) continue;
+      const owner = this.actors.get(record.ownerActorId);
+      if (owner && owner.state !== 'DEAD' && owner.incarnation === record.ownerIncarnation) continue;
+      await this.kill(
+        record.actorId,
+        true,
+        `its owner, actor ${record.ownerActorId}, died while the head was down`,
+      ).catch(() => {});
+    }
     for (const record of [...this.actors.values()]) {
       if (record.state === 'DEAD') continue;
       if (record.state === 'ALIVE') {

@@ -60,7 +60,7 @@ export function headMetrics(
     for (const [resource, value] of Object.entries(totals[pick])) gauge.set({ resource }, value);
   };
   new Gauge({
-    name: 'clawray_cluster_resources_total',
+    name: 'clawray_cluster_resources',
     help: 'Logical resources of all live nodes, by resource (CPU, GPU, memory_mb, custom)',
     labelNames: ['resource'],
     registers: [registry],

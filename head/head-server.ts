@@ -6,26 +6,28 @@
  */
 
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
 import { Registry } from 'prom-client';
 import { parseWith } from '../actors/runtime/actor-options.js';
 import { resourcesToWire } from '../actors/runtime/views.js';
-import { ensureHeadToken } from '../common/auth.js';
+import { ensureHeadToken, unauthenticated } from '../common/auth.js';
+import { ConfigError } from '../common/errors.js';
 import {
   bindServer,
   createServer,
   formatAddress,
+  isAuthorized,
   type ServerGuard,
   shutdownServer,
   unary,
 } from '../common/grpc-server.js';
 import { HEAD_READINESS_SERVICE, ServerHealth } from '../common/health.js';
-import { headFilePath } from '../common/home.js';
+import { removeLocalHead, writeLocalHead } from '../common/local-head.js';
 import { createLogger, type Logger } from '../common/logger.js';
-import { rpcDurationHistogram } from '../common/metrics.js';
+import { addProcessMetrics, rpcDurationHistogram } from '../common/metrics.js';
 import { type MetricsEndpoint, serveMetrics } from '../common/metrics-server.js';
+import { emptyResources } from '../common/resources.js';
+import { toServiceError } from '../common/wire-status.js';
 import { protos } from '../proto/loader.js';
 import type * as m from '../proto/messages.js';
 import { ActorDirectory } from './actor-directory.js';
@@ -37,7 +39,9 @@ import type { ActorRecord, NodeRecord, PlacementGroupRecord } from './model.js';
 import { NodeClients } from './node-clients.js';
 import { nodeLossCounter } from './node-loss-metrics.js';
 import { NodeTable } from './node-table.js';
+import { OwnerRegistry } from './owners.js';
 import { PendingQueue } from './pending-queue.js';
+import { PendingWarner } from './pending-warnings.js';
 import { PlacementGroups } from './placement-groups.js';
 import { planPlacementGroups } from './placement-plan.js';
 import { actorInfo, placementGroupInfo } from './record-convert.js';
@@ -65,6 +69,8 @@ export class HeadServer {
   private readonly groups: PlacementGroups;
   private readonly actors: ActorDirectory;
   private readonly jobs: JobManager;
+  private readonly owners: OwnerRegistry;
+  private readonly pendingWarner: PendingWarner;
   private metricsEndpoint?: MetricsEndpoint;
   private stopped = false;
 
@@ -102,9 +108,22 @@ export class HeadServer {
       onBundlesLost: (ids) => this.groups.onNodeLost(ids),
       onCapacity: () => this.pending.kick(),
     });
+    this.owners = new OwnerRegistry({
+      graceMs: options.ownerGraceMs,
+      logger: this.logger,
+      release: async (ownerId, reason) => {
+        const actors = await this.actors.killOwned(ownerId, reason);
+        const groups = await this.groups.removeOwned(ownerId);
+        if (actors + groups > 0) {
+          this.logger.info({ ownerId, actors, placementGroups: groups, reason }, 'released an owner');
+        }
+        return { actors, groups };
+      },
+    });
     this.groups = new PlacementGroups(this.store, this.scheduler, this.pending, this.logger, async (id) => {
       await Promise.all(this.actors.inGroup(id).map((a) => this.actors.kill(a.actorId, true)));
     });
+    this.groups.onOwned = (ownerId) => this.owners.track(ownerId);
     this.actors = new ActorDirectory({
       store: this.store,
       scheduler: this.scheduler,
@@ -115,7 +134,34 @@ export class HeadServer {
       groupState: (id) => this.groups.state(id),
       onRestart: (record) => metrics.actorRestarts.inc({ actor_class: record.className }),
       onDead: (record, cause) => this.jobs.onActorDead(record, cause),
+      onOwnerActorGone: (record) => {
+        void this.groups
+          .removeOwnedByActor(record.actorId, record.incarnation)
+          .catch((err: Error) =>
+            this.logger.warn({ actorId: record.actorId, err: err.message }, 'could not remove owned groups'),
+          );
+      },
+      onOwned: (ownerId) => this.owners.track(ownerId),
       schedulingLatency: metrics.schedulingLatency,
+      maxDeadActors: options.maxDeadActors,
+    });
+    this.pendingWarner = new PendingWarner({
+      intervalMs: options.pendingWarnIntervalMs,
+      logger: this.logger,
+      demands: () => [...this.actors.pendingDemands(), ...this.groups.pendingDemands()],
+      free: () =>
+        this.nodes
+          .list()
+          .filter((n) => n.record.state === 'ALIVE')
+          .map((n) => ({
+            nodeId: n.record.nodeId,
+            address: n.record.address,
+            total: resourcesToWire(n.record.resources),
+            available: resourcesToWire(
+              this.scheduler.nodeView(n.record.nodeId)?.available ?? emptyResources(),
+            ),
+          })),
+      send: (ownerId, event) => this.owners.send(ownerId, event),
     });
     this.jobs = new JobManager({
       store: this.store,
@@ -125,6 +171,7 @@ export class HeadServer {
       driverStore:
         this.store.kind === 'redis' ? { url: options.store, cluster: options.clusterName } : undefined,
       self: () => ({ address: this.address, token: this.token }),
+      maxFinishedJobs: options.maxFinishedJobs,
     });
   }
 
@@ -165,7 +212,9 @@ export class HeadServer {
     await this.actors.resumeAfterRestore();
     await this.jobs.resumeAfterRestore();
     this.pending.kick();
+    this.pendingWarner.start();
     if (o.metricsPort !== undefined) {
+      addProcessMetrics(this.registry);
       this.metricsEndpoint = await serveMetrics({
         host: o.host,
         port: o.metricsPort,
@@ -178,12 +227,7 @@ export class HeadServer {
       this.metricsPort = this.metricsEndpoint.port;
     }
     if (o.writeLocalFiles) {
-      mkdirSync(dirname(headFilePath()), { recursive: true, mode: 0o700 });
-      writeFileSync(
-        headFilePath(),
-        `${JSON.stringify({ address: this.address, pid: process.pid, metricsPort: this.metricsPort })}\n`,
-        { mode: 0o600 },
-      );
+      writeLocalHead({ address: this.address, metricsPort: this.metricsPort });
     }
     this.health.ready();
     this.logger.info(
@@ -238,9 +282,16 @@ export class HeadServer {
         await this.actors.kill(req.actorId, req.noRestart);
         return {};
       }),
-      CreatePlacementGroup: h('CreatePlacementGroup', async (req: m.CreatePlacementGroupRequest__Output) =>
-        placementGroupInfo(await this.groups.create(req)),
-      ),
+      CreatePlacementGroup: h('CreatePlacementGroup', async (req: m.CreatePlacementGroupRequest__Output) => {
+        if (req.ownerActorId && !req.detached) {
+          this.actors.assertOwnerActorAlive(
+            req.ownerActorId,
+            req.ownerIncarnation,
+            `placement group ${req.name || req.placementGroupId}`,
+          );
+        }
+        return placementGroupInfo(await this.groups.create(req));
+      }),
       RemovePlacementGroup: h('RemovePlacementGroup', async (req: m.RemovePlacementGroupRequest__Output) => {
         await this.groups.remove(req.placementGroupId);
         return {};
@@ -259,6 +310,21 @@ export class HeadServer {
         planPlacementGroups(this.scheduler, req),
       ),
       GetClusterStatus: h('GetClusterStatus', async (): Promise<m.ClusterStatus> => this.status()),
+      OpenOwnerSession: (call: grpc.ServerWritableStream<m.OwnerSessionRequest__Output, m.OwnerEvent>) => {
+        if (!isAuthorized(guard, call.metadata)) {
+          call.destroy(toServiceError(unauthenticated(guard.serverName())) as Error);
+          return;
+        }
+        if (!call.request.ownerId) {
+          call.destroy(toServiceError(new ConfigError('an owner session needs an owner_id')) as Error);
+          return;
+        }
+        this.owners.attach(call.request, call);
+      },
+      CloseOwnerSession: h('CloseOwnerSession', async (req: m.OwnerSessionRequest__Output) => {
+        const released = await this.owners.close(req.ownerId);
+        return { killedActors: released.actors, removedPlacementGroups: released.groups };
+      }),
       ...jobHandlers(guard, this.jobs, this.store),
     };
   }
@@ -276,7 +342,7 @@ export class HeadServer {
           hostname: n.record.hostname,
           state: n.record.state,
           total: resourcesToWire(n.record.resources),
-          available: resourcesToWire(view?.available ?? { numCpus: 0, numGpus: 0, memoryMb: 0, custom: {} }),
+          available: resourcesToWire(view?.available ?? emptyResources()),
           gpusAvailable: view?.gpusAvailable ?? [],
           labels: n.record.labels,
           lastHeartbeatMs: n.lastSeenMs,
@@ -284,6 +350,11 @@ export class HeadServer {
       }),
       actors: this.actors.list().map(actorInfo),
       placementGroups: this.groups.list().map(placementGroupInfo),
+      pendingDemands: [...this.actors.pendingDemands(), ...this.groups.pendingDemands()].sort(
+        (a, b) => Number(a.pendingSinceMs) - Number(b.pendingSinceMs),
+      ),
+      droppedDeadActors: this.actors.droppedDead,
+      droppedFinishedJobs: this.jobs.droppedFinished,
     };
   }
 
@@ -291,8 +362,12 @@ export class HeadServer {
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
+    // Local clients must not find a head that is going away (they would wait on its address).
+    if (this.options.writeLocalFiles) removeLocalHead();
     this.health.notReady();
     this.nodes.stop();
+    this.pendingWarner.stop();
+    this.owners.stop();
     await shutdownServer(this.server, 1000);
     await this.metricsEndpoint?.close();
     await this.jobs.close();

@@ -104,12 +104,16 @@ export interface JobManagerDeps {
   driverStore?: DriverStore;
   /** The head's own address and token, for calling supervisors. */
   self(): { address: string; token: string };
+  /** Finished jobs kept (records and stored logs); beyond it the oldest finished are dropped. */
+  maxFinishedJobs: number;
 }
 
 export class JobManager {
   private readonly jobs = new Map<string, JobRecord>();
   private readonly logs: JobLogs;
   private client?: Cluster;
+  /** Finished jobs' records dropped since this head started. */
+  droppedFinished = 0;
 
   constructor(private readonly d: JobManagerDeps) {
     this.logs = new JobLogs(d.store);
@@ -124,6 +128,7 @@ export class JobManager {
    * job that ended while the head went down before releasing its actors releases them now.
    */
   async resumeAfterRestore(): Promise<void> {
+    await this.trimFinished();
     for (const r of this.jobs.values()) {
       if (isTerminal(r.status)) {
         await this.release(r.submissionId);
@@ -226,8 +231,42 @@ export class JobManager {
     await this.save(r);
     this.d.logger.info({ submissionId: r.submissionId, status: r.status, message: r.message }, 'job status');
     // After the reply is on its way: the supervisor is among what goes.
-    if (isTerminal(next)) setImmediate(() => void this.release(r.submissionId));
+    if (isTerminal(next)) {
+      setImmediate(() => {
+        void this.release(r.submissionId).then(() => this.trimFinished());
+      });
+    }
     return r;
+  }
+
+  /**
+   * Drops the oldest finished jobs (record and stored log) beyond `maxFinishedJobs`, as Ray's
+   * GCS bounds what it caches of the dead: a cluster that runs for weeks stays flat.
+   */
+  private async trimFinished(): Promise<void> {
+    const finished = [...this.jobs.values()]
+      .filter((j) => isTerminal(j.status))
+      .sort((a, b) => (a.endedAtMs ?? a.createdAtMs) - (b.endedAtMs ?? b.createdAtMs));
+    const excess = finished.length - this.d.maxFinishedJobs;
+    for (const r of finished.slice(0, Math.max(0, excess))) {
+      if (this.jobs.get(r.submissionId) !== r) continue;
+      this.jobs.delete(r.submissionId);
+      this.droppedFinished++;
+      try {
+        await this.logs.delete(r.submissionId);
+        await this.d.store.delete('jobs', r.submissionId);
+      } catch (err) {
+        this.d.logger.warn(
+          { submissionId: r.submissionId, err: (err as Error).message },
+          'could not drop a finished job from the store',
+        );
+      }
+    }
+  }
+
+  /** Finished jobs' records kept now. */
+  get finishedCount(): number {
+    return [...this.jobs.values()].filter((j) => isTerminal(j.status)).length;
   }
 
   /** Asks the supervisor to stop the entrypoint; returns without waiting for it to exit. */
@@ -449,6 +488,11 @@ function supervisorSpec(record: JobRecord, config: SupervisorConfig): m.ActorSpe
       bundleIndex: -1,
       env: {},
       scheduleTimeoutMs: 0,
+      // No owner session: the job's end releases it (by job id).
+      detached: false,
     },
+    ownerId: '',
+    ownerActorId: '',
+    ownerIncarnation: 0,
   };
 }

@@ -34,9 +34,22 @@ export interface ActorOptionsRecord {
   bundleIndex: number;
   env: Record<string, string>;
   scheduleTimeoutMs: number;
+  /** Outlives its owner (absent in records of older heads: false). */
+  detached?: boolean;
 }
 
-export interface ActorRecord {
+/**
+ * Who owns an actor or placement group (Ray's owner): the SDK connection (owner session) that
+ * created it, and, when an actor created it, that actor's incarnation. Absent fields: no such
+ * owner (the head's own actors, records of older heads).
+ */
+export interface OwnerFields {
+  ownerId?: string;
+  ownerActorId?: string;
+  ownerIncarnation?: number;
+}
+
+export interface ActorRecord extends OwnerFields {
   actorId: string;
   module: string;
   className: string;
@@ -65,7 +78,7 @@ export interface BundleRecord {
   gpus: GpuShare[];
 }
 
-export interface PlacementGroupRecord {
+export interface PlacementGroupRecord extends OwnerFields {
   placementGroupId: string;
   name: string;
   namespace: string;
@@ -74,4 +87,5 @@ export interface PlacementGroupRecord {
   state: PlacementGroupState;
   jobId: string;
   createdAtMs: number;
+  detached?: boolean;
 }

@@ -5,7 +5,7 @@
  */
 
 import { parseWith } from '../actors/runtime/actor-options.js';
-import { resourcesFromWire } from '../actors/runtime/views.js';
+import { resourcesFromWire, resourcesToWire } from '../actors/runtime/views.js';
 import { AlreadyExistsError, ConfigError, NotFoundError, SchedulingTimeoutError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import {
@@ -33,6 +33,10 @@ export class PlacementGroups {
   private readonly names = new Map<string, string>();
   private readonly waiters = new Map<string, Waiter[]>();
   private readonly timeouts = new Map<string, NodeJS.Timeout>();
+  /** Wall-clock time each group waiting for resources started waiting (for pending demands). */
+  private readonly waitingSinceMs = new Map<string, number>();
+  /** A non-detached group owned by a session was recorded (the owner registry watches it). */
+  onOwned?: (ownerId: string) => void;
 
   constructor(
     private readonly store: ClusterStore,
@@ -106,6 +110,9 @@ export class PlacementGroups {
       state: 'PENDING',
       jobId: req.jobId,
       createdAtMs: Date.now(),
+      ...(req.ownerId ? { ownerId: req.ownerId } : {}),
+      ...(req.ownerActorId ? { ownerActorId: req.ownerActorId, ownerIncarnation: req.ownerIncarnation } : {}),
+      ...(req.detached ? { detached: true } : {}),
     };
     const attempt = this.scheduler.placeGroup({
       placementGroupId: record.placementGroupId,
@@ -115,6 +122,7 @@ export class PlacementGroups {
     });
     this.groups.set(record.placementGroupId, record);
     if (record.name) this.names.set(nameKey(namespace, record.name), record.placementGroupId);
+    if (isSessionOwned(record)) this.onOwned?.(record.ownerId!);
     if (attempt.ok) {
       this.assign(record, attempt.placement);
       record.state = 'CREATED';
@@ -133,6 +141,7 @@ export class PlacementGroups {
     this.pending.delete(`pg:${placementGroupId}`);
     clearTimeout(this.timeouts.get(placementGroupId));
     this.timeouts.delete(placementGroupId);
+    this.waitingSinceMs.delete(placementGroupId);
     await this.killActorsOf(placementGroupId);
     this.scheduler.releaseGroup(placementGroupId);
     this.groups.delete(placementGroupId);
@@ -155,6 +164,45 @@ export class PlacementGroups {
     return ids.length;
   }
 
+  /** Removes the non-detached groups of an owner session that is gone; resolves with how many. */
+  async removeOwned(ownerId: string): Promise<number> {
+    const ids = this.list()
+      .filter((g) => g.ownerId === ownerId && isSessionOwned(g))
+      .map((g) => g.placementGroupId);
+    for (const id of ids) await this.remove(id);
+    return ids.length;
+  }
+
+  /** Removes the non-detached groups created by an incarnation of an actor that ended. */
+  async removeOwnedByActor(actorId: string, incarnation: number): Promise<number> {
+    const ids = this.list()
+      .filter((g) => g.ownerActorId === actorId && !g.detached && (g.ownerIncarnation ?? 0) <= incarnation)
+      .map((g) => g.placementGroupId);
+    for (const id of ids) await this.remove(id);
+    return ids.length;
+  }
+
+  /** Groups waiting for resources (Ray's pending demands), oldest first. */
+  pendingDemands(): m.PendingDemand[] {
+    const out: m.PendingDemand[] = [];
+    for (const [id, since] of this.waitingSinceMs) {
+      const g = this.groups.get(id);
+      if (!g || (g.state !== 'PENDING' && g.state !== 'RESCHEDULING')) continue;
+      out.push({
+        kind: 'placement group',
+        id,
+        name: g.name,
+        bundles: g.bundles.map((b) => resourcesToWire(b.resources)),
+        strategy: g.strategy,
+        labelSelector: {},
+        pendingSinceMs: since,
+        state: g.state,
+        ownerId: g.ownerId ?? '',
+      });
+    }
+    return out.sort((x, y) => Number(x.pendingSinceMs) - Number(y.pendingSinceMs));
+  }
+
   /** Bundles on a lost node go back to waiting for room, keeping the group's strategy. */
   async onNodeLost(groupIds: string[]): Promise<void> {
     for (const id of groupIds) {
@@ -173,6 +221,7 @@ export class PlacementGroups {
     for (const record of records) {
       this.groups.set(record.placementGroupId, record);
       if (record.name) this.names.set(nameKey(record.namespace, record.name), record.placementGroupId);
+      if (isSessionOwned(record)) this.onOwned?.(record.ownerId!);
       if (record.state === 'PENDING') {
         this.enqueue(record, 0);
         continue;
@@ -203,6 +252,7 @@ export class PlacementGroups {
 
   private enqueue(record: PlacementGroupRecord, timeoutMs: number): void {
     const id = record.placementGroupId;
+    if (!this.waitingSinceMs.has(id)) this.waitingSinceMs.set(id, Date.now());
     this.pending.add(`pg:${id}`, async () => {
       const current = this.groups.get(id);
       if (!current) return true;
@@ -233,6 +283,7 @@ export class PlacementGroups {
       } else return true;
       clearTimeout(this.timeouts.get(id));
       this.timeouts.delete(id);
+      this.waitingSinceMs.delete(id);
       current.state = 'CREATED';
       await this.save(current);
       const waiters = this.waiters.get(id) ?? [];
@@ -275,4 +326,9 @@ export class PlacementGroups {
   private save(record: PlacementGroupRecord): Promise<void> {
     return this.store.put('placementGroups', record.placementGroupId, record);
   }
+}
+
+/** Owned by a session and not by an actor (an actor's groups follow that actor), not detached. */
+function isSessionOwned(g: PlacementGroupRecord): boolean {
+  return Boolean(g.ownerId) && !g.ownerActorId && !g.detached;
 }

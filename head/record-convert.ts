@@ -13,6 +13,9 @@ export function actorInfo(r: ActorRecord): m.ActorInfo {
       className: r.className,
       args: Buffer.alloc(0),
       jobId: r.jobId,
+      ownerId: r.ownerId ?? '',
+      ownerActorId: r.ownerActorId ?? '',
+      ownerIncarnation: r.ownerIncarnation ?? 0,
       options: {
         resources: resourcesToWire(o.resources),
         labelSelector: o.labelSelector,
@@ -27,6 +30,7 @@ export function actorInfo(r: ActorRecord): m.ActorInfo {
         bundleIndex: o.bundleIndex,
         env: {},
         scheduleTimeoutMs: o.scheduleTimeoutMs,
+        detached: o.detached ?? false,
       },
     },
     state: r.state,
@@ -51,6 +55,9 @@ export function placementGroupInfo(r: PlacementGroupRecord): m.PlacementGroupInf
     state: r.state,
     createdAtMs: r.createdAtMs,
     jobId: r.jobId,
+    detached: r.detached ?? false,
+    ownerId: r.ownerId ?? '',
+    ownerActorId: r.ownerActorId ?? '',
     bundles: r.bundles.map((b) => ({
       resources: resourcesToWire(b.resources),
       nodeId: b.nodeId,

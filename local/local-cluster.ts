@@ -30,14 +30,48 @@ export interface LocalClusterOptions {
   /** Run workers as child processes instead of inside this process. Default false. */
   workerProcesses?: boolean;
   metricsPort?: number;
+  /**
+   * Worker processes serve /metrics on this port and the next ones (worker i on base + i);
+   * 0: each on any free port. Only with `workerProcesses`; omit to serve none.
+   */
+  workerMetricsPort?: number;
   logger?: Logger;
+}
+
+/** A worker process of `clawray start --local`, as it announced itself. */
+export interface LocalWorkerProcess {
+  child: ChildProcess;
+  pid: number;
+  gpuIds: number[];
+  /** Its /metrics port, when it serves one. */
+  metricsPort?: number;
+}
+
+/**
+ * The GPU ids of each of `workers` workers: disjoint, in order. `perWorker` given: worker i
+ * declares ids i·n … i·n+n−1; else the machine's GPUs (nvidia-smi's indexes) are split evenly,
+ * the remainder left out, and a machine without GPUs gives every worker none.
+ */
+export function splitGpus(
+  workers: number,
+  perWorker: number | undefined,
+  machineGpuIds: number[],
+): number[][] {
+  if (perWorker !== undefined) {
+    return Array.from({ length: workers }, (_, w) =>
+      Array.from({ length: perWorker }, (_, i) => w * perWorker + i),
+    );
+  }
+  const sorted = [...machineGpuIds].sort((a, b) => a - b);
+  const each = Math.floor(sorted.length / workers);
+  return Array.from({ length: workers }, (_, w) => sorted.slice(w * each, (w + 1) * each));
 }
 
 export class LocalCluster {
   private constructor(
     readonly head: HeadServer,
     readonly agents: NodeAgent[],
-    readonly workerChildren: ChildProcess[],
+    readonly workerProcesses: LocalWorkerProcess[],
   ) {}
 
   get address(): string {
@@ -46,6 +80,11 @@ export class LocalCluster {
 
   get token(): string {
     return this.head.token;
+  }
+
+  /** The worker child processes (with `workerProcesses`). */
+  get workerChildren(): ChildProcess[] {
+    return this.workerProcesses.map((w) => w.child);
   }
 
   static async start(options: LocalClusterOptions = {}): Promise<LocalCluster> {
@@ -60,24 +99,32 @@ export class LocalCluster {
       },
       options.logger,
     );
-    const machineGpus = options.gpusPerWorker === undefined ? (await discoverGpus()).length : 0;
-    const gpus = options.gpusPerWorker ?? Math.floor(machineGpus / workers);
+    const machineGpuIds =
+      options.gpusPerWorker === undefined ? (await discoverGpus()).map((g) => g.index) : [];
+    const gpuIds = splitGpus(workers, options.gpusPerWorker, machineGpuIds);
     const cpusEach = options.cpusPerWorker ?? Math.max(1, Math.floor(cpus().length / workers));
     const cluster = new LocalCluster(head, [], []);
     try {
       if (options.workerProcesses) {
-        for (let i = 0; i < workers; i++) {
-          cluster.workerChildren.push(
-            await spawnWorker(head.address, head.token, [
-              '--gpus',
-              String(gpus),
-              '--cpus',
-              String(cpusEach),
-              '--pool-size',
-              String(options.poolSize ?? 2),
-            ]),
-          );
-        }
+        // Started together: each spends seconds loading before it registers.
+        const started = Array.from({ length: workers }, (_, i) => {
+          const args = [
+            ...gpuArgs(gpuIds[i]),
+            '--cpus',
+            String(cpusEach),
+            '--pool-size',
+            String(options.poolSize ?? 2),
+          ];
+          if (options.workerMetricsPort !== undefined) {
+            const port = options.workerMetricsPort === 0 ? 0 : options.workerMetricsPort + i;
+            args.push('--metrics-port', String(port));
+          }
+          return spawnWorker(head.address, head.token, args, gpuIds[i]);
+        });
+        const settled = await Promise.allSettled(started);
+        for (const s of settled) if (s.status === 'fulfilled') cluster.workerProcesses.push(s.value);
+        const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+        if (failed) throw failed.reason;
         await cluster.waitForNodes(workers);
       } else {
         for (let i = 0; i < workers; i++) {
@@ -86,7 +133,7 @@ export class LocalCluster {
               {
                 headAddress: head.address,
                 token: head.token,
-                gpus,
+                gpuIds: gpuIds[i],
                 cpus: cpusEach,
                 poolSize: options.poolSize ?? 2,
               },
@@ -114,8 +161,8 @@ export class LocalCluster {
   async stop(): Promise<void> {
     await Promise.all(this.agents.map((a) => a.stop()));
     await Promise.all(
-      this.workerChildren.map(
-        (child) =>
+      this.workerProcesses.map(
+        ({ child }) =>
           new Promise<void>((resolve) => {
             if (child.exitCode !== null || child.signalCode !== null) return resolve();
             child.once('exit', () => resolve());
@@ -127,20 +174,45 @@ export class LocalCluster {
   }
 }
 
-/** Starts `clawray worker start` as a child and resolves once it printed its address. */
-function spawnWorker(headAddress: string, token: string, args: string[]): Promise<ChildProcess> {
+/** `--gpu-ids` for a worker with GPUs, `--gpus 0` for one without (it must not look for any). */
+function gpuArgs(ids: number[]): string[] {
+  return ids.length > 0 ? ['--gpu-ids', ids.join(',')] : ['--gpus', '0'];
+}
+
+/**
+ * Starts `clawray worker start` as a child and resolves once it printed its address. Its
+ * stdin is a pipe from this process, and `--exit-with-parent` makes it exit when the pipe
+ * closes: if this process dies, even by SIGKILL, the kernel closes the pipe and the worker
+ * and its actor processes go too, instead of living on without a head.
+ */
+function spawnWorker(
+  headAddress: string,
+  token: string,
+  args: string[],
+  gpuIds: number[],
+): Promise<LocalWorkerProcess> {
   const child = spawn(
     process.execPath,
-    [distEntry('cli/main'), 'worker', 'start', '--head', headAddress, ...args],
+    [distEntry('cli/main'), 'worker', 'start', '--head', headAddress, '--exit-with-parent', ...args],
     {
       env: { ...process.env, CLAWRAY_TOKEN: token },
-      stdio: ['ignore', 'pipe', 'inherit'],
+      stdio: ['pipe', 'pipe', 'inherit'],
     },
   );
+  // A worker that dies first must not take this process down with an EPIPE.
+  child.stdin!.on('error', () => {});
   return new Promise((resolve, reject) => {
     const lines = createInterface({ input: child.stdout! });
     lines.on('line', (line) => {
-      if (line.startsWith('clawray worker ')) resolve(child);
+      if (line.startsWith('clawray worker ')) {
+        const metrics = /metrics on :(\d+)/.exec(line);
+        resolve({
+          child,
+          pid: child.pid!,
+          gpuIds,
+          metricsPort: metrics ? Number(metrics[1]) : undefined,
+        });
+      }
       process.stdout.write(`${line}\n`);
     });
     child.once('exit', (code) =>

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { connect } from '../index.js';
 import { fixture, pidAlive } from './helpers/processes.js';
@@ -5,7 +8,11 @@ import { fixture, pidAlive } from './helpers/processes.js';
 describe('connect() without an address', () => {
   it('starts an embedded cluster in-process, serves actors (which can use the SDK), and stops on close', async () => {
     const saved = process.env.CLAWRAY_ADDRESS;
+    const savedHome = process.env.CLAWRAY_HOME;
     delete process.env.CLAWRAY_ADDRESS;
+    // A home without head.json: a cluster started on this machine would be used instead.
+    const home = mkdtempSync(join(tmpdir(), 'clawray-embedded-'));
+    process.env.CLAWRAY_HOME = home;
     try {
       const cluster = await connect(undefined, { local: { gpusPerWorker: 1, poolSize: 1 } });
       const status = await cluster.status();
@@ -19,6 +26,9 @@ describe('connect() without an address', () => {
       for (const pid of pids) expect(pidAlive(pid)).toBe(false);
     } finally {
       if (saved !== undefined) process.env.CLAWRAY_ADDRESS = saved;
+      if (savedHome !== undefined) process.env.CLAWRAY_HOME = savedHome;
+      else delete process.env.CLAWRAY_HOME;
+      rmSync(home, { recursive: true, force: true });
     }
   });
 });

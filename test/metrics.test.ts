@@ -42,7 +42,7 @@ describe('Prometheus metrics', () => {
     const text = await (await scrape(headPort, tc.token)).text();
     expect(text).toContain('clawray_cluster_nodes{state="ALIVE"} 1');
     expect(text).toContain('clawray_cluster_actors{state="ALIVE",actor_class="Counter"} 1');
-    expect(text).toContain('clawray_cluster_resources_total{resource="GPU"} 1');
+    expect(text).toContain('clawray_cluster_resources{resource="GPU"} 1');
     expect(text).toContain('clawray_cluster_resources_used{resource="GPU"} 1');
     expect(text).toContain('clawray_cluster_placement_groups{state="CREATED"} 1');
     expect(text).toMatch(/clawray_scheduler_latency_seconds_count \d+/);
@@ -59,6 +59,21 @@ describe('Prometheus metrics', () => {
     expect(text).toContain('clawray_actor_calls_total{outcome="ok",actor_class="Counter",job=""} 10');
     expect(text).toContain('clawray_actor_calls_total{outcome="error",actor_class="Counter",job=""} 1');
     expect(text).toContain('clawray_actor_call_seconds_count{actor_class="Counter",job=""} 11');
+  });
+
+  it("serves the process's default metrics on both, and names no gauge *_total", async () => {
+    for (const port of [headPort, workerPort]) {
+      const text = await (await scrape(port, tc.token)).text();
+      expect(text).toMatch(/^process_resident_memory_bytes \d+/m);
+      expect(text).toMatch(/^process_cpu_seconds_total /m);
+      expect(text).toContain('# TYPE nodejs_heap_size_used_bytes gauge');
+      expect(text.match(/^# TYPE process_resident_memory_bytes /gm)).toHaveLength(1);
+      // `_total` is the counter suffix (OpenMetrics); a gauge named so reads as a counter.
+      // (prom-client's own nodejs_active_*_total gauges are the standard names, left as they are.)
+      const gauges = [...text.matchAll(/^# TYPE (clawray_\S+) gauge$/gm)].map((m) => m[1]);
+      expect(gauges.length).toBeGreaterThan(0);
+      expect(gauges.filter((name) => name.endsWith('_total'))).toEqual([]);
+    }
   });
 
   it("exports a job driver's metrics through its supervisor (CLAWRAY_JOB_METRICS_FILE)", async () => {

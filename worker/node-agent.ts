@@ -21,7 +21,7 @@ import {
 } from '../common/grpc-server.js';
 import { ServerHealth, WORKER_READINESS_SERVICE } from '../common/health.js';
 import { createLogger, type Logger } from '../common/logger.js';
-import { rpcDurationHistogram } from '../common/metrics.js';
+import { addProcessMetrics, rpcDurationHistogram } from '../common/metrics.js';
 import { type MetricsEndpoint, serveMetrics } from '../common/metrics-server.js';
 import { protos } from '../proto/loader.js';
 import type * as m from '../proto/messages.js';
@@ -49,6 +49,11 @@ export class NodeAgent {
   address = '';
   metricsPort = 0;
   readonly registry = new Registry();
+  /**
+   * This process's own process_* and nodejs_* metrics, kept apart from `registry`: merged with the
+   * actors' metrics they would be summed (or, for some, dropped) across processes.
+   */
+  private readonly processRegistry = new Registry();
   private readonly options: ParsedWorkerOptions;
   private logger: Logger;
   private readonly head: HeadClient;
@@ -156,6 +161,7 @@ export class NodeAgent {
     this.address = formatAddress(o.advertiseHost ?? o.bindHost, port);
     this.pool.start();
     if (o.metricsPort !== undefined) {
+      addProcessMetrics(this.processRegistry);
       this.metricsEndpoint = await serveMetrics({
         host: o.bindHost,
         port: o.metricsPort,
@@ -416,10 +422,14 @@ export class NodeAgent {
 
   async collectMetrics(): Promise<{ contentType: string; body: string }> {
     const hosts = [...this.actors.values()].map((a) => a.host);
-    const perActor = await Promise.all(hosts.map((h) => h.requestMetrics()));
+    const perActor = (await Promise.all(hosts.map((h) => h.requestMetrics()))).map((list) =>
+      // An actor's own process metrics (if its code collects them) do not add up across processes.
+      (list as { name: string }[]).filter((m) => !/^(process|nodejs)_/.test(m.name)),
+    );
     const own = await this.registry.getMetricsAsJSON();
     const merged = AggregatorRegistry.aggregate([own, ...perActor.filter((x) => x.length > 0)] as never);
-    return { contentType: merged.contentType, body: await merged.metrics() };
+    const body = `${await merged.metrics()}\n${await this.processRegistry.metrics()}`;
+    return { contentType: merged.contentType, body };
   }
 
   /**

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   boxedContents,
   extractHint,
+  hintCandidates,
   type JudgeVote,
   majority,
   parseBoxedScore,
@@ -97,6 +98,19 @@ describe('hints', () => {
       ]),
     ).toBeNull();
     expect(selectHint([])).toBeNull();
+  });
+  it('lists every usable hint once, longest first, vote order on equal length', () => {
+    expect(
+      hintCandidates([
+        { score: 1, hint: 'Answer in French.' },
+        { score: 1, hint: 'Short one.' },
+        { score: -1, hint: 'A much longer hint that came with a negative vote.' },
+        { score: 1, hint: ' Answer in German. ' },
+        { score: 1, hint: 'Answer in French, briefly.' },
+        { score: 1, hint: 'Answer in French.' },
+      ]),
+    ).toEqual(['Answer in French, briefly.', 'Answer in French.', 'Answer in German.']);
+    expect(hintCandidates([{ score: 0, hint: 'a zero vote carries no hint' }])).toEqual([]);
   });
 });
 

@@ -4,7 +4,8 @@
  * - A judge answer ends in `\boxed{1}`, `\boxed{-1}` or `\boxed{0}`; the LAST complete box wins.
  * - m votes are combined by majority: invalid votes are dropped, a tie or no valid vote gives 0.
  * - OPD hint judges wrap a hint in `[HINT_START]…[HINT_END]`; the longest hint over 10 characters
- *   among +1 votes is kept, otherwise there is no teacher sample.
+ *   among +1 votes is kept, otherwise there is no teacher sample (`hintCandidates` lists them
+ *   all, for top-K select).
  */
 
 export type JudgeScore = 1 | -1 | 0;
@@ -137,15 +138,25 @@ export interface HintVote {
 /** Minimum hint length (exclusive) for a hint to be used, as in OpenClaw-RL. */
 export const MIN_HINT_CHARS = 10;
 
-/** Longest trimmed hint over 10 characters among +1 votes (first wins on equal length), else null. */
-export function selectHint(votes: ReadonlyArray<HintVote>): string | null {
-  let best: string | null = null;
+/**
+ * Every usable hint of the votes: the trimmed hints over 10 characters of +1 votes, each once,
+ * longest first (equal length: in vote order). `selectHint` keeps the first; top-K select
+ * (`train.hintSelect: topk-overlap`) scores each with the teacher and keeps the best.
+ */
+export function hintCandidates(votes: ReadonlyArray<HintVote>): string[] {
+  const seen = new Set<string>();
   for (const v of votes) {
     if (v.score !== 1 || typeof v.hint !== 'string') continue;
     const h = v.hint.trim();
-    if (h.length > MIN_HINT_CHARS && (best === null || h.length > best.length)) best = h;
+    if (h.length > MIN_HINT_CHARS) seen.add(h);
   }
-  return best;
+  // Array.prototype.sort is stable: equal lengths keep their vote order.
+  return [...seen].sort((a, b) => b.length - a.length);
+}
+
+/** Longest trimmed hint over 10 characters among +1 votes (first wins on equal length), else null. */
+export function selectHint(votes: ReadonlyArray<HintVote>): string | null {
+  return hintCandidates(votes)[0] ?? null;
 }
 
 /** Where a vote came from (a low-cardinality metric label too). */

@@ -16,7 +16,11 @@ export interface ChatModel {
    * The chat template applied with a generation prompt, as token ids. `templateKwargs` are
    * more template variables (vLLM's `chat_template_kwargs`, e.g. Qwen3's `enable_thinking`).
    */
-  encodeChat(messages: ChatMessage[], tools?: ToolSchema[], templateKwargs?: Record<string, unknown>): number[];
+  encodeChat(
+    messages: ChatMessage[],
+    tools?: ToolSchema[],
+    templateKwargs?: Record<string, unknown>,
+  ): number[];
   /** Plain text as token ids, no template (`/v1/completions`, forced tool-call prefixes). */
   encodeText?(text: string): number[];
   /** The raw bytes of one token (a byte-level token may hold part of a character). */

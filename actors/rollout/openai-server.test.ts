@@ -493,10 +493,22 @@ describe('OpenAI-compatible server', () => {
     expect(missing.param).toBe('messages');
 
     const n2 = await expectApiError(
-      s.client.chat.completions.create({ model: 'fake-model', messages: hello, n: 2 }),
+      s.client.chat.completions.create({ model: 'fake-model', messages: hello, n: 2, stream: true }),
     );
     expect(n2.status).toBe(400);
     expect(n2.param).toBe('n');
+    const n99 = await expectApiError(
+      s.client.chat.completions.create({ model: 'fake-model', messages: hello, n: 99 }),
+    );
+    expect(n99.param).toBe('n');
+    const json = await expectApiError(
+      s.client.chat.completions.create({
+        model: 'fake-model',
+        messages: hello,
+        response_format: { type: 'json_object' },
+      }),
+    );
+    expect(json.param).toBe('response_format');
 
     const role = await expectApiError(
       s.client.chat.completions.create({
@@ -539,14 +551,25 @@ describe('OpenAI-compatible server', () => {
     expect(((await badJson.json()) as { error: { type: string } }).error.type).toBe('invalid_request_error');
   });
 
-  it('ignores unknown fields like OpenAI does', async () => {
+  it('refuses unknown fields by name, as OpenAI does, and accepts the bookkeeping ones', async () => {
+    const unknown = await expectApiError(
+      s.client.chat.completions.create({
+        model: 'fake-model',
+        messages: hello,
+        best_of: 3,
+      } as unknown as ChatCompletionCreateParamsNonStreaming),
+    );
+    expect(unknown.status).toBe(400);
+    expect(unknown.param).toBe('best_of');
+    expect(unknown.message).toMatch(/Unrecognized request argument supplied: best_of/);
     const res = await s.client.chat.completions.create({
       model: 'fake-model',
       messages: hello,
-      frequency_penalty: 0.5,
       user: 'someone',
       metadata: { a: 'b' },
-    } as ChatCompletionCreateParamsNonStreaming);
+      store: false,
+      parallel_tool_calls: true,
+    });
     expect(res.choices[0].message.content).toBe(GREETING);
   });
 
@@ -1072,5 +1095,162 @@ describe('live sessions: session keys, feedback, side calls and oversized reques
     expect(long.code).toBe('context_length_exceeded');
     expect(long.message).toMatch(/context holds 4095/);
     expect(ok.choices[0].message.content).toBe(GREETING);
+  });
+});
+
+describe('OpenAI parameters beyond one plain choice', () => {
+  let s: Running | undefined;
+  afterEach(async () => {
+    await s?.app.close();
+    s = undefined;
+  });
+
+  /** Answers by script, records each request, encodes plain text and gives raw token bytes. */
+  class ScriptModel extends FakeModel {
+    readonly maxContext = 4096;
+    lastPrompt = '';
+    encodeText(text: string): number[] {
+      return this.toIds(text);
+    }
+    tokenBytes(id: number): number[] {
+      return [id & 0xff, 0x80];
+    }
+    override encodeChat(
+      messages: ChatMessage[],
+      tools?: ToolSchema[],
+      kwargs?: Record<string, unknown>,
+    ): number[] {
+      const ids = super.encodeChat(messages, tools);
+      return kwargs?.enable_thinking === false ? [...this.toIds('<no-think>'), ...ids] : ids;
+    }
+    override async generate(request: GenerateRequest): Promise<GenerateResult> {
+      this.requests.push(request);
+      this.lastPrompt = this.decode(request.promptTokenIds);
+      const forced = this.lastPrompt.endsWith('"arguments": ');
+      const text = forced ? '{"city": "Oslo"}}\n</tool_call>' : `seed ${request.seed ?? 'none'}`;
+      const tokenIds = this.toIds(text);
+      return {
+        promptTokenIds: request.promptTokenIds,
+        tokenIds,
+        logprobs: tokenIds.map(() => -0.25),
+        finishReason: 'stop',
+        weightVersion: this.weightVersion,
+        text,
+      };
+    }
+  }
+
+  it('n choices (each with its own seed), logit_bias and penalties passed to the engine, template kwargs', async () => {
+    const model = new ScriptModel();
+    s = await start({ model });
+    const r = await s.client.chat.completions.create({
+      model: 'fake-model',
+      messages: hello,
+      n: 3,
+      seed: 10,
+      logit_bias: { '65': 5 },
+      presence_penalty: 0.5,
+      frequency_penalty: 0.25,
+    });
+    expect(r.choices.map((c) => [c.index, c.message.content])).toEqual([
+      [0, 'seed 10'],
+      [1, 'seed 11'],
+      [2, 'seed 12'],
+    ]);
+    expect(r.usage?.completion_tokens).toBe(3 * 'seed 10'.length);
+    expect(model.requests[0]).toMatchObject({
+      logitBias: [[65, 5]],
+      presencePenalty: 0.5,
+      frequencyPenalty: 0.25,
+    });
+    await s.client.chat.completions.create({
+      model: 'fake-model',
+      messages: hello,
+      chat_template_kwargs: { enable_thinking: false },
+    } as ChatCompletionCreateParamsNonStreaming);
+    expect(model.lastPrompt.startsWith('<no-think>')).toBe(true);
+  });
+
+  it('tool_choice naming a function starts the answer with that call; logprobs carry raw token bytes', async () => {
+    const model = new ScriptModel();
+    s = await start({ model });
+    const r = await s.client.chat.completions.create({
+      model: 'fake-model',
+      messages: [{ role: 'user', content: 'weather in Oslo?' }],
+      tools: [weatherTool],
+      tool_choice: { type: 'function', function: { name: 'get_weather' } },
+      logprobs: true,
+    });
+    expect(model.lastPrompt.endsWith('<tool_call>\n{"name": "get_weather", "arguments": ')).toBe(true);
+    expect(r.choices[0].finish_reason).toBe('tool_calls');
+    const call = r.choices[0].message.tool_calls?.[0] as { function: { name: string; arguments: string } };
+    expect(call.function).toEqual({ name: 'get_weather', arguments: '{"city":"Oslo"}' });
+    expect(r.choices[0].logprobs?.content?.[0].bytes).toEqual(['{'.charCodeAt(0), 0x80]);
+    const unknownTool = await expectApiError(
+      s.client.chat.completions.create({
+        model: 'fake-model',
+        messages: hello,
+        tools: [weatherTool],
+        tool_choice: { type: 'function', function: { name: 'nope' } },
+      }),
+    );
+    expect(unknownTool.param).toBe('tool_choice');
+  });
+});
+
+describe('POST /v1/completions', () => {
+  let s: Running | undefined;
+  afterEach(async () => {
+    await s?.app.close();
+    s = undefined;
+  });
+
+  class TextModel extends FakeModel {
+    readonly maxContext = 4096;
+    encodeText(text: string): number[] {
+      return this.toIds(`<|user|>${text}\n<|assistant|>`);
+    }
+  }
+
+  it('completes plain prompts (string or token ids), n choices, legacy logprobs and streaming', async () => {
+    s = await start({ model: new TextModel() });
+    const r = await s.client.completions.create({
+      model: 'fake-model',
+      prompt: 'Say hello',
+      n: 2,
+      seed: 1,
+      logprobs: 2,
+    });
+    expect(r.object).toBe('text_completion');
+    expect(r.choices.map((c) => [c.index, c.text, c.finish_reason])).toEqual([
+      [0, GREETING, 'stop'],
+      [1, GREETING, 'stop'],
+    ]);
+    expect(r.choices[0].logprobs?.tokens?.slice(0, 3)).toEqual(['H', 'e', 'l']);
+    expect(r.choices[0].logprobs?.text_offset?.slice(0, 3)).toEqual([0, 1, 2]);
+    expect(Object.keys(r.choices[0].logprobs?.top_logprobs?.[0] ?? {})).toHaveLength(2);
+    const byIds = await s.client.completions.create({
+      model: 'fake-model',
+      prompt: [...'<|user|>long\n<|assistant|>'].map((c) => c.codePointAt(0)!),
+      max_tokens: 5,
+    });
+    expect(byIds.choices[0]).toMatchObject({ text: 'xxxxx', finish_reason: 'length' });
+    const stream = await s.client.completions.create({
+      model: 'fake-model',
+      prompt: 'Say hello',
+      stream: true,
+    });
+    let text = '';
+    let finish: string | null = null;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.text ?? '';
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+    }
+    expect(text).toBe(GREETING);
+    expect(finish).toBe('stop');
+    const echo = await expectApiError(
+      s.client.completions.create({ model: 'fake-model', prompt: 'x', echo: true }),
+    );
+    expect(echo.param).toBe('echo');
   });
 });

@@ -30,7 +30,6 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import { Counter, type Registry } from 'prom-client';
 import { z } from 'zod';
 import { tokenMatches } from '../../common/auth.js';
-import { ConfigError, errorOfClass, NotFoundError } from '../../common/errors.js';
 import { type Logger, silentLogger } from '../../common/logger.js';
 import {
   type CaptureContext,
@@ -40,17 +39,19 @@ import {
   type TurnSampling,
 } from './capture-recorder.js';
 import type { ChatMessage, ChatModel, ToolCall, ToolSchema } from './chat-model.js';
+import { registerCompletions } from './completions-route.js';
+import { fromZod, invalid, OpenAiHttpError, toOpenAiError } from './openai-errors.js';
+import { ContentGate, cutAtStop, IncrementalText, logprobEntry } from './openai-text.js';
 import {
   ContextLengthError,
   DEFAULT_MAX_TOKENS,
-  EngineBusyError,
   type GenerateRequest,
   type GenerateResult,
 } from './rollout-engine.js';
 import type { Sampled } from './sampler.js';
 import type { SessionKeys } from './session-keys.js';
 import { SideCallClassifier } from './side-calls.js';
-import { TurnAlreadyJudgedError, type TurnFeedback } from './turn-feedback.js';
+import type { TurnFeedback } from './turn-feedback.js';
 
 export interface OpenAiServerOptions {
   model: ChatModel;
@@ -78,6 +79,8 @@ export interface OpenAiServerOptions {
 }
 
 const CHAT_ROUTE = '/v1/chat/completions';
+/** Most choices one request may ask for (`n`). */
+const MAX_CHOICES = 16;
 
 // ---------------------------------------------------------------------------------------------
 // Request schema (unknown fields are dropped, like OpenAI ignores them)
@@ -120,133 +123,52 @@ const toolSchema = z.object({
   }),
 });
 
-const chatRequestSchema = z.object({
-  model: z.string(),
-  messages: z.array(messageSchema).min(1, 'messages must hold at least one message'),
-  tools: z.array(toolSchema).nullish(),
-  tool_choice: z.unknown().optional(),
-  temperature: z.number().min(0).max(2).nullish(),
-  top_p: z.number().gt(0).max(1).nullish(),
-  top_k: z.number().int().min(-1).nullish(),
-  max_tokens: z.number().int().min(1).nullish(),
-  max_completion_tokens: z.number().int().min(1).nullish(),
-  stop: z.union([z.string(), z.array(z.string())]).nullish(),
-  seed: z.number().int().nullish(),
-  logprobs: z.boolean().nullish(),
-  top_logprobs: z.number().int().min(0).max(20).nullish(),
-  stream: z.boolean().nullish(),
-  stream_options: z.object({ include_usage: z.boolean().nullish() }).nullish(),
-  n: z.number().int().nullish(),
-  // Read for the session it names (OpenClaw's); there is no prompt cache to key.
-  prompt_cache_key: z.string().nullish(),
-  session_id: z.union([z.string(), z.number()]).nullish(),
-  turn_type: z.string().nullish(),
-  session_done: z.union([z.boolean(), z.string(), z.number()]).nullish(),
-});
+const chatRequestSchema = z
+  .object({
+    model: z.string(),
+    messages: z.array(messageSchema).min(1, 'messages must hold at least one message'),
+    tools: z.array(toolSchema).nullish(),
+    tool_choice: z
+      .union([
+        z.enum(['auto', 'none', 'required']),
+        z.object({ type: z.literal('function'), function: z.object({ name: z.string().min(1) }) }),
+      ])
+      .nullish(),
+    parallel_tool_calls: z.boolean().nullish(),
+    temperature: z.number().min(0).max(2).nullish(),
+    top_p: z.number().gt(0).max(1).nullish(),
+    top_k: z.number().int().min(-1).nullish(),
+    max_tokens: z.number().int().min(1).nullish(),
+    max_completion_tokens: z.number().int().min(1).nullish(),
+    stop: z.union([z.string(), z.array(z.string())]).nullish(),
+    seed: z.number().int().nullish(),
+    logprobs: z.boolean().nullish(),
+    top_logprobs: z.number().int().min(0).max(20).nullish(),
+    stream: z.boolean().nullish(),
+    stream_options: z.object({ include_usage: z.boolean().nullish() }).nullish(),
+    n: z.number().int().min(1).max(MAX_CHOICES).nullish(),
+    logit_bias: z.record(z.string().regex(/^\d+$/, 'a token id'), z.number().min(-100).max(100)).nullish(),
+    presence_penalty: z.number().min(-2).max(2).nullish(),
+    frequency_penalty: z.number().min(-2).max(2).nullish(),
+    response_format: z.looseObject({ type: z.string() }).nullish(),
+    chat_template_kwargs: z.record(z.string(), z.unknown()).nullish(),
+    // Accepted and without effect here, as their meaning allows: end-user ids and tags for the
+    // caller's own bookkeeping, and the service tier (there is one).
+    user: z.string().nullish(),
+    safety_identifier: z.string().nullish(),
+    metadata: z.record(z.string(), z.string()).nullish(),
+    service_tier: z.string().nullish(),
+    store: z.boolean().nullish(),
+    // Read for the session it names (OpenClaw's); there is no prompt cache to key.
+    prompt_cache_key: z.string().nullish(),
+    session_id: z.union([z.string(), z.number()]).nullish(),
+    turn_type: z.string().nullish(),
+    session_done: z.union([z.boolean(), z.string(), z.number()]).nullish(),
+  })
+  // Anything else is refused by name (as OpenAI does), never dropped without a word.
+  .strict();
 
 type ChatRequest = z.infer<typeof chatRequestSchema>;
-
-// ---------------------------------------------------------------------------------------------
-// Errors in OpenAI's shape
-
-/** An error with its HTTP status and OpenAI's `{error: {message, type, param, code}}` body. */
-export class OpenAiHttpError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-    readonly type: string,
-    readonly param: string | null = null,
-    readonly code: string | null = null,
-  ) {
-    super(message);
-    this.name = 'OpenAiHttpError';
-  }
-
-  body(): { error: { message: string; type: string; param: string | null; code: string | null } } {
-    return { error: { message: this.message, type: this.type, param: this.param, code: this.code } };
-  }
-}
-
-function invalid(message: string, param: string | null = null, code: string | null = null): OpenAiHttpError {
-  return new OpenAiHttpError(400, message, 'invalid_request_error', param, code);
-}
-
-/** `['messages', 0, 'content']` → `messages[0].content`. */
-function paramPath(path: readonly PropertyKey[]): string | null {
-  let out = '';
-  for (const key of path) {
-    if (typeof key === 'number') out += `[${key}]`;
-    else out += out ? `.${String(key)}` : String(key);
-  }
-  return out || null;
-}
-
-function fromZod(error: z.ZodError): OpenAiHttpError {
-  const issues = error.issues;
-  const first = issues[0];
-  const param = first ? paramPath(first.path) : null;
-  const describe = (issue: z.core.$ZodIssue) => {
-    const p = paramPath(issue.path);
-    return p ? `'${p}': ${issue.message}` : issue.message;
-  };
-  const message =
-    issues.length === 0
-      ? 'invalid request'
-      : `Invalid request: ${issues.slice(0, 5).map(describe).join('; ')}${issues.length > 5 ? ` (and ${issues.length - 5} more)` : ''}`;
-  return invalid(
-    param === null && first?.path.length === 0 ? `${message} (send a JSON object)` : message,
-    param,
-  );
-}
-
-function toOpenAiError(err: unknown, bodyLimit: number): OpenAiHttpError {
-  if (err instanceof OpenAiHttpError) return err;
-  if (err instanceof z.ZodError) return fromZod(err);
-  // An engine behind an actor call throws inside an ActorError: look through it.
-  const judged = errorOfClass(err, TurnAlreadyJudgedError);
-  if (judged)
-    return new OpenAiHttpError(409, judged.message, 'invalid_request_error', 'interaction_id', 'conflict');
-  const missing = errorOfClass(err, NotFoundError);
-  if (missing) {
-    const param = typeof missing.fields.param === 'string' ? missing.fields.param : null;
-    return new OpenAiHttpError(404, missing.message, 'invalid_request_error', param, 'not_found');
-  }
-  const busy = errorOfClass(err, EngineBusyError);
-  if (busy) {
-    return new OpenAiHttpError(429, busy.message, 'requests', null, 'rate_limit_exceeded');
-  }
-  const refused = errorOfClass(err, ConfigError);
-  if (refused) {
-    const param = typeof refused.fields.param === 'string' ? refused.fields.param : null;
-    const code =
-      refused instanceof ContextLengthError || /context/.test(refused.message)
-        ? 'context_length_exceeded'
-        : null;
-    return invalid(refused.message, param, code);
-  }
-  const status = (err as { statusCode?: unknown }).statusCode;
-  if (status === 413) {
-    return new OpenAiHttpError(
-      413,
-      `Request body is larger than this server's limit of ${bodyLimit} bytes: far more than the model's context holds`,
-      'invalid_request_error',
-      'messages',
-      'request_too_large',
-    );
-  }
-  if (typeof status === 'number' && status >= 400 && status < 500) {
-    // Fastify's own: bad JSON, unsupported content type, body too large, …
-    return new OpenAiHttpError(status, (err as Error).message, 'invalid_request_error');
-  }
-  return new OpenAiHttpError(
-    500,
-    'The server had an error while processing your request; see the rollout server log',
-    'server_error',
-  );
-}
-
-// ---------------------------------------------------------------------------------------------
-// Text helpers
 
 function joinContent(content: ChatRequest['messages'][number]['content']): string | null {
   if (content === undefined || content === null) return null;
@@ -277,115 +199,6 @@ function normalizeMessages(messages: ChatRequest['messages']): ChatMessage[] {
     if (m.name !== undefined) out.name = m.name;
     return out;
   });
-}
-
-/**
- * Incremental detokenization (as in Hugging Face TGI): decodes a short window so the text of
- * each new token is right even when tokens split characters; emits nothing while the window
- * ends inside a multi-byte character.
- */
-class IncrementalText {
-  private readonly ids: number[] = [];
-  private prefix = 0;
-  private read = 0;
-
-  constructor(private readonly decode: (ids: number[]) => string) {}
-
-  push(id: number): string {
-    this.ids.push(id);
-    const prefixText = this.prefix < this.read ? this.decode(this.ids.slice(this.prefix, this.read)) : '';
-    const full = this.decode(this.ids.slice(this.prefix));
-    if (full.length > prefixText.length && !full.endsWith('\uFFFD')) {
-      const delta = full.slice(prefixText.length);
-      this.prefix = this.read;
-      this.read = this.ids.length;
-      return delta;
-    }
-    return '';
-  }
-}
-
-/**
- * Decides how much of the streamed text is safe to send: never a stop string or what follows
- * it, never a tool-call block, and not a tail that may yet become one of those.
- */
-class ContentGate {
-  private text = '';
-  private sentLength = 0;
-  private halted = false;
-  private readonly maxLength: number;
-
-  constructor(private readonly barriers: string[]) {
-    this.maxLength = Math.max(0, ...barriers.map((b) => b.length));
-  }
-
-  get sent(): string {
-    return this.text.slice(0, this.sentLength);
-  }
-
-  push(delta: string): string {
-    if (this.halted || !delta) return '';
-    this.text += delta;
-    let limit = this.text.length;
-    const from = Math.max(0, this.sentLength - this.maxLength);
-    for (const b of this.barriers) {
-      const at = this.text.indexOf(b, from);
-      if (at >= 0 && at < limit) {
-        limit = at;
-        this.halted = true;
-      }
-    }
-    if (!this.halted) {
-      for (const b of this.barriers) {
-        for (let k = Math.min(b.length - 1, this.text.length); k > 0; k--) {
-          if (this.text.endsWith(b.slice(0, k))) {
-            limit = Math.min(limit, this.text.length - k);
-            break;
-          }
-        }
-      }
-    }
-    if (limit <= this.sentLength) return '';
-    const out = this.text.slice(this.sentLength, limit);
-    this.sentLength = limit;
-    return out;
-  }
-}
-
-function cutAtStop(text: string, stops: string[]): { text: string; hit: boolean } {
-  let cut = -1;
-  for (const s of stops) {
-    const at = text.indexOf(s);
-    if (at >= 0 && (cut < 0 || at < cut)) cut = at;
-  }
-  return cut >= 0 ? { text: text.slice(0, cut), hit: true } : { text, hit: false };
-}
-
-interface LogprobEntry {
-  token: string;
-  logprob: number;
-  bytes: number[];
-  top_logprobs: { token: string; logprob: number; bytes: number[] }[];
-}
-
-function finiteLogprob(x: number): number {
-  return Number.isFinite(x) ? x : -9999;
-}
-
-function tokenInfo(
-  model: ChatModel,
-  tokenId: number,
-  logprob: number,
-): { token: string; logprob: number; bytes: number[] } {
-  const token = model.tokenText(tokenId);
-  return { token, logprob: finiteLogprob(logprob), bytes: [...Buffer.from(token, 'utf8')] };
-}
-
-function logprobEntry(model: ChatModel, tokenId: number, logprob: number, top?: Sampled[]): LogprobEntry {
-  return {
-    ...tokenInfo(model, tokenId, logprob),
-    top_logprobs: (top ?? []).map((t) => tokenInfo(model, t.tokenId, t.logprob)),
-  };
 }
 
 function completionId(): string {
@@ -454,6 +267,8 @@ interface Prepared {
   messages: ChatMessage[];
   tools?: ToolSchema[];
   parseTools: boolean;
+  /** The start of a tool call put in the model's mouth (tool_choice required / named). */
+  forcedPrefix?: string;
   stops: string[];
   topLogprobs: number;
   wantLogprobs: boolean;
@@ -546,6 +361,12 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
   });
 
   registerRlRoutes();
+  registerCompletions(app, {
+    model,
+    defaultMaxTokens: options.defaultMaxTokens,
+    modelNotFound,
+    watchClose: (reply) => watchClose(reply.raw),
+  });
 
   app.post(CHAT_ROUTE, async (request, reply) => {
     const prepared = await prepare(request);
@@ -648,16 +469,17 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
     if (!parsed.success) throw fromZod(parsed.error);
     const body = parsed.data;
     if (body.model !== model.id) throw modelNotFound(body.model);
-    if (body.n !== undefined && body.n !== null && body.n !== 1) {
-      throw invalid(`'n' must be 1: this server returns one choice per request (got ${body.n})`, 'n');
-    }
-    const toolChoice = body.tool_choice ?? 'auto';
-    if (toolChoice !== 'auto' && toolChoice !== 'none') {
+    const n = body.n ?? 1;
+    if (n > 1 && body.stream) throw invalid(`'n' > 1 is served without streaming only (got ${n})`, 'n');
+    if (body.response_format && body.response_format.type !== 'text') {
       throw invalid(
-        `'tool_choice' must be 'auto' or 'none' here (got ${JSON.stringify(toolChoice)})`,
-        'tool_choice',
+        `'response_format' ${JSON.stringify(body.response_format.type)} needs constrained decoding, which this server does not have; send {"type": "text"} or leave it out`,
+        'response_format',
       );
     }
+    if (body.store === true)
+      throw invalid("'store': this server keeps no completions to retrieve later", 'store');
+    const toolChoice = body.tool_choice ?? 'auto';
     const messages = normalizeMessages(body.messages);
     const tools: ToolSchema[] | undefined =
       body.tools && body.tools.length > 0
@@ -670,6 +492,7 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
             },
           }))
         : undefined;
+    const forcedPrefix = forcedToolPrefix(toolChoice, tools);
     const capture = recorder
       ? parseCaptureContext(request.headers, body, {
           keySession: keySessions.get(request),
@@ -679,10 +502,11 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
       : undefined;
     let promptTokenIds: number[];
     try {
+      const kwargs = body.chat_template_kwargs ?? undefined;
       promptTokenIds =
         model.encodeChatWithin && model.maxContext !== undefined
-          ? await model.encodeChatWithin(messages, tools, model.maxContext - 1)
-          : model.encodeChat(messages, tools);
+          ? await model.encodeChatWithin(messages, tools, model.maxContext - 1, kwargs)
+          : model.encodeChat(messages, tools, kwargs);
     } catch (err) {
       if (err instanceof ContextLengthError) throw err;
       throw invalid(
@@ -690,6 +514,7 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
         'messages',
       );
     }
+    if (forcedPrefix) promptTokenIds = [...promptTokenIds, ...model.encodeText!(forcedPrefix)];
     const stops = (typeof body.stop === 'string' ? [body.stop] : (body.stop ?? [])).filter(
       (s) => s.length > 0,
     );
@@ -701,6 +526,7 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
       messages,
       ...(tools ? { tools } : {}),
       parseTools: tools !== undefined && toolChoice !== 'none',
+      forcedPrefix,
       stops,
       wantLogprobs,
       topLogprobs: wantLogprobs ? (body.top_logprobs ?? 0) : 0,
@@ -708,6 +534,12 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
       startedAt,
     };
     if (recorder && capture) {
+      if (n > 1 && capture.sessionId && capture.turnType === 'main') {
+        throw invalid(
+          `'n' > 1 on a recorded session turn: a session's turn has one answer (send n = 1, or X-Turn-Type: side)`,
+          'n',
+        );
+      }
       if (!capture.sessionId) metrics?.missingHeaders.inc({ header: 'session_id' });
       if (capture.turnTypeDefaulted) metrics?.missingHeaders.inc({ header: 'turn_type' });
       metrics?.turns.inc({
@@ -723,10 +555,36 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
     return prepared;
   }
 
+  /**
+   * `tool_choice` 'required' or a named function, without constrained decoding: the answer is
+   * started for the model with the opening of a tool call (and the function's name), so it can
+   * only continue one; the prefix is part of the prompt, never of the sampled tokens.
+   */
+  function forcedToolPrefix(
+    toolChoice: NonNullable<ChatRequest['tool_choice']>,
+    tools: ToolSchema[] | undefined,
+  ): string | undefined {
+    if (toolChoice === 'auto' || toolChoice === 'none') return undefined;
+    if (!tools)
+      throw invalid("'tool_choice' asks for a tool call, but the request has no 'tools'", 'tool_choice');
+    if (!model.encodeText)
+      throw invalid(
+        `'tool_choice' ${JSON.stringify(toolChoice)} is not supported by this model`,
+        'tool_choice',
+      );
+    if (toolChoice === 'required') return `${toolCallStart}\n`;
+    const name = toolChoice.function.name;
+    if (!tools.some((t) => t.function.name === name)) {
+      throw invalid(`'tool_choice' names '${name}', which is not among the request's tools`, 'tool_choice');
+    }
+    return `${toolCallStart}\n{"name": ${JSON.stringify(name)}, "arguments": `;
+  }
+
   function generateRequest(
     p: Prepared,
     onToken: (token: Sampled) => void,
     signal: AbortSignal,
+    choice = 0,
   ): GenerateRequest {
     const b = p.body;
     let maxTokens = b.max_completion_tokens ?? b.max_tokens ?? undefined;
@@ -741,7 +599,11 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
     if (b.temperature !== undefined && b.temperature !== null) req.temperature = b.temperature;
     if (b.top_p !== undefined && b.top_p !== null) req.topP = b.top_p;
     if (b.top_k !== undefined && b.top_k !== null) req.topK = Math.max(0, b.top_k);
-    if (b.seed !== undefined && b.seed !== null) req.seed = b.seed;
+    // Each of n choices draws with its own seed, so that they differ and repeat.
+    if (b.seed !== undefined && b.seed !== null) req.seed = b.seed + choice;
+    if (b.logit_bias) req.logitBias = Object.entries(b.logit_bias).map(([id, bias]) => [Number(id), bias]);
+    if (b.presence_penalty) req.presencePenalty = b.presence_penalty;
+    if (b.frequency_penalty) req.frequencyPenalty = b.frequency_penalty;
     if (p.stops.length > 0) req.stop = p.stops;
     if (p.topLogprobs > 0) req.topLogprobs = p.topLogprobs;
     return req;
@@ -759,7 +621,7 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
   }
 
   function finish(p: Prepared, result: GenerateResult): Finished {
-    let text = result.text ?? model.decode(result.tokenIds);
+    let text = (p.forcedPrefix ?? '') + (result.text ?? model.decode(result.tokenIds));
     let finishReason: Finished['finishReason'] = result.finishReason;
     if (result.text === undefined && p.stops.length > 0) {
       const cut = cutAtStop(text, p.stops);
@@ -770,7 +632,8 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
     let toolCalls: ToolCall[] = [];
     if (p.parseTools) {
       const parsed = model.parseToolCalls(text);
-      toolCalls = parsed.toolCalls;
+      // parallel_tool_calls: false keeps the first call (the model may still have written more).
+      toolCalls = p.body.parallel_tool_calls === false ? parsed.toolCalls.slice(0, 1) : parsed.toolCalls;
       content = parsed.content;
       if (toolCalls.length > 0) {
         finishReason = 'tool_calls';
@@ -837,9 +700,13 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
 
   async function complete(request: FastifyRequest, reply: FastifyReply, p: Prepared) {
     const client = watchClose(reply.raw);
-    let result: GenerateResult;
+    let results: GenerateResult[];
     try {
-      result = await model.generate(generateRequest(p, tokenHook(), client.signal));
+      results = await Promise.all(
+        Array.from({ length: p.body.n ?? 1 }, (_, i) =>
+          model.generate(generateRequest(p, tokenHook(), client.signal, i)),
+        ),
+      );
     } catch (err) {
       p.handle?.abort();
       if (!client.gone) throw err;
@@ -853,36 +720,40 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
       reply.hijack(); // the socket is gone: nothing to send
       return undefined;
     }
-    const done = finish(p, result);
-    record(p, result, done);
-    const message: Record<string, unknown> = { role: 'assistant', content: done.content };
-    if (done.toolCalls.length > 0) message.tool_calls = done.toolCalls;
-    const logprobs = p.wantLogprobs
-      ? {
-          content: result.tokenIds.map((id, i) =>
-            logprobEntry(model, id, result.logprobs[i], result.topLogprobs?.[i]),
-          ),
-          refusal: null,
-        }
-      : null;
+    const first = results[0];
+    const choices = results.map((result, index) => {
+      const done = finish(p, result);
+      // n > 1 is refused on recorded turns: only a single answer is ever recorded.
+      if (index === 0) record(p, result, done);
+      const message: Record<string, unknown> = { role: 'assistant', content: done.content };
+      if (done.toolCalls.length > 0) message.tool_calls = done.toolCalls;
+      const logprobs = p.wantLogprobs
+        ? {
+            content: result.tokenIds.map((id, i) =>
+              logprobEntry(model, id, result.logprobs[i], result.topLogprobs?.[i]),
+            ),
+            refusal: null,
+          }
+        : null;
+      return { index, message, logprobs, finish_reason: done.finishReason, token_ids: result.tokenIds };
+    });
+    // The oldest weights any choice was sampled with.
+    const weightVersion = Math.min(...results.map((r) => r.weightVersion));
+    const completionTokens = results.reduce((n, r) => n + r.tokenIds.length, 0);
     return {
       id: p.id,
       object: 'chat.completion',
       created: p.created,
       model: model.id,
-      system_fingerprint: `clawray-w${result.weightVersion}`,
-      choices: [
-        {
-          index: 0,
-          message,
-          logprobs,
-          finish_reason: done.finishReason,
-          token_ids: result.tokenIds,
-        },
-      ],
-      usage: usage(result),
-      prompt_token_ids: result.promptTokenIds,
-      weight_version: result.weightVersion,
+      system_fingerprint: `clawray-w${weightVersion}`,
+      choices,
+      usage: {
+        prompt_tokens: first.promptTokenIds.length,
+        completion_tokens: completionTokens,
+        total_tokens: first.promptTokenIds.length + completionTokens,
+      },
+      prompt_token_ids: first.promptTokenIds,
+      weight_version: weightVersion,
       ...extras(p),
     };
   }
@@ -893,6 +764,8 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
     const text = new IncrementalText((ids) => model.decode(ids));
     const barriers = [...p.stops, ...(p.parseTools ? [toolCallStart] : [])];
     const gate = new ContentGate(barriers);
+    // A forced tool call: everything the model writes is inside it, nothing is content.
+    if (p.forcedPrefix) gate.push(p.forcedPrefix);
     const deferLogprobs = p.topLogprobs > 0;
     let started = false;
     let fingerprint = `clawray-w${model.weightVersion}`;

@@ -18,6 +18,7 @@ import {
   type GenerateResult,
 } from './rollout-engine.js';
 import { RolloutModel, type RolloutModelOptions } from './rollout-model.js';
+import type { ScoredTokens } from './top-k.js';
 
 export type RolloutEngineOptions = Omit<RolloutModelOptions, 'registry'>;
 
@@ -100,6 +101,20 @@ export class RolloutEngine {
    */
   async computeLogprobs(tokenIds: number[], fromIndex = 1, temperature = 1): Promise<number[]> {
     return (await this.loading).engine.computeLogprobs(tokenIds, fromIndex, temperature);
+  }
+
+  /**
+   * `computeLogprobs` plus the teacher's `topK` most likely tokens and their logprobs at every
+   * position, at the same temperature (top-K distillation, OpenClaw-RL's `top_logprobs_num=K`),
+   * as flat row-major arrays (see top-k.ts).
+   */
+  async computeTopLogprobs(
+    tokenIds: number[],
+    fromIndex: number,
+    temperature: number,
+    topK: number,
+  ): Promise<ScoredTokens> {
+    return (await this.loading).engine.computeTopLogprobs(tokenIds, fromIndex, temperature, topK);
   }
 
   /** New weights by Hugging Face name (a plain object of Float32Arrays arrives over the wire). */

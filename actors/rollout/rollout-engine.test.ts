@@ -4,6 +4,7 @@ import { randomWeights } from '../models/model-init.js';
 import { exportDecoderOnnx } from '../models/onnx-export.js';
 import { OnnxDecoder } from './onnx-decoder.js';
 import { EngineBusyError, GenerationAbortedError, GenerationEngine } from './rollout-engine.js';
+import { topLogprobs } from './sampler.js';
 import { randomDecoder } from './test-model.js';
 
 describe('GenerationEngine on an exported tiny model', () => {
@@ -80,6 +81,52 @@ describe('GenerationEngine on an exported tiny model', () => {
       expect(Math.abs(scored[k] - greedy.logprobs[k])).toBeLessThan(1e-6);
     await expect(engine.computeLogprobs(ids(greedy), start, -1)).rejects.toThrow(
       'temperature must be a number ≥ 0, got -1',
+    );
+  });
+
+  it("gives the teacher's top-K at every position exactly as a full softmax at T sorts it", async () => {
+    const hot = await engine.generate({
+      promptTokenIds: prompt(6),
+      maxTokens: 10,
+      temperature: 0.6,
+      seed: 3,
+    });
+    const ids = [...hot.promptTokenIds, ...hot.tokenIds];
+    const start = hot.promptTokenIds.length;
+    const k = 5;
+    const scored = await engine.computeTopLogprobs(ids, start, 0.6, k);
+    // The reference: the whole sequence through the same decoder, every row's full softmax at
+    // T = 0.6 sorted (the sampler's OpenAI top_logprobs helper).
+    const { vocab } = model.decoder.layout;
+    const n = ids.length;
+    const out = await model.decoder.step({
+      batch: 1,
+      seq: n,
+      past: 0,
+      inputIds: BigInt64Array.from(ids, BigInt),
+      attentionMask: new BigInt64Array(n).fill(1n),
+      positionIds: BigInt64Array.from({ length: n }, (_, i) => BigInt(i)),
+      pastKv: Array.from({ length: model.decoder.layout.layers * 2 }, () => new Float32Array(0)),
+    });
+    expect(scored.top.k).toBe(k);
+    expect(scored.logprobs).toHaveLength(hot.tokenIds.length);
+    expect(scored.top.ids).toHaveLength(hot.tokenIds.length * k);
+    expect(scored.top.logprobs).toHaveLength(hot.tokenIds.length * k);
+    for (let p = 0; p < hot.tokenIds.length; p++) {
+      const row = out.logits.subarray((start + p - 1) * vocab, (start + p) * vocab);
+      const reference = topLogprobs(row, k, 0.6);
+      expect(scored.top.ids.slice(p * k, (p + 1) * k)).toEqual(reference.map((r) => r.tokenId));
+      for (let j = 0; j < k; j++)
+        expect(Math.abs(scored.top.logprobs[p * k + j] - reference[j].logprob)).toBeLessThan(1e-9);
+      // The sampled token's logprob is the one the engine recorded when it sampled it.
+      expect(Math.abs(scored.logprobs[p] - hot.logprobs[p])).toBeLessThan(1e-6);
+    }
+    // Asking for more than the vocabulary gives the whole vocabulary, whose mass is 1.
+    const all = await engine.computeTopLogprobs(ids.slice(0, start + 1), start, 0.6, vocab + 10);
+    expect(all.top.k).toBe(vocab);
+    expect(all.top.logprobs.reduce((a, l) => a + Math.exp(l), 0)).toBeCloseTo(1, 9);
+    await expect(engine.computeTopLogprobs(ids, start, 0.6, 0)).rejects.toThrow(
+      'topK must be a whole number ≥ 1, got 0',
     );
   });
 

@@ -2,14 +2,17 @@
  * The generation core of a rollout engine: decoding with a KV cache on an ONNX decoder, with
  * dynamic batching (requests join and leave between decode steps, per-sequence caches
  * repacked only when the batch changes), a bounded queue, exact token ids and logprobs on
- * every output, teacher scoring (`computeLogprobs`) and weight swaps that never fail a
- * request.
+ * every output, teacher scoring (`computeLogprobs`; `computeTopLogprobs` adds the top-K at
+ * every position) and weight swaps that never fail a request.
  */
 import { ClawrayError, ConfigError, registerErrorClass } from '../../common/errors.js';
 import { KvBatch, type SequenceKv } from './kv-batch.js';
 import type { OnnxDecoder, StepInput } from './onnx-decoder.js';
 import {
+  adjustLogits,
   DEFAULT_SAMPLING,
+  hasAdjustments,
+  type LogitAdjustments,
   logSoftmax,
   type Sampled,
   type SamplingParams,
@@ -17,6 +20,7 @@ import {
   seededRandom,
   topLogprobs,
 } from './sampler.js';
+import { appendTopK, type ScoredTokens } from './top-k.js';
 
 /** Tokens a request generates at most when it does not say. */
 export const DEFAULT_MAX_TOKENS = 256;
@@ -49,6 +53,15 @@ export interface GenerateRequest {
   topK?: number;
   /** Makes sampling reproducible. */
   seed?: number;
+  /**
+   * OpenAI's `logit_bias` as [token id, bias] pairs and presence / frequency penalties. They
+   * change what is sampled; the recorded logprob stays the token's under the model's own
+   * tempered distribution (what the trainer recomputes), so such samples are off-policy by the
+   * adjustment (train.tis corrects for it).
+   */
+  logitBias?: [number, number][];
+  presencePenalty?: number;
+  frequencyPenalty?: number;
   /** Generation ends once the decoded text contains one of these (it is cut off). */
   stop?: string[];
   /** Token ids that end generation besides the model's end-of-sequence ids. */
@@ -107,6 +120,8 @@ interface Sequence {
   request: Required<Pick<GenerateRequest, 'maxTokens'>> & GenerateRequest;
   params: SamplingParams;
   random: () => number;
+  /** logit_bias and penalties, when the request has any. */
+  adjust?: LogitAdjustments;
   tokens: number[];
   logprobs: number[];
   top: Sampled[][];
@@ -201,6 +216,24 @@ export class GenerationEngine {
         new EngineBusyError(`the rollout engine queue is full (${this.maxQueue} waiting); retry later`),
       );
     }
+    const adjust: LogitAdjustments = {
+      ...(request.logitBias?.length ? { logitBias: new Map(request.logitBias) } : {}),
+      ...(request.presencePenalty ? { presencePenalty: request.presencePenalty } : {}),
+      ...(request.frequencyPenalty ? { frequencyPenalty: request.frequencyPenalty } : {}),
+    };
+    const badBias = request.logitBias?.find(
+      ([id, b]) => !(Number.isInteger(id) && id >= 0 && id < vocab) || !(b >= -100 && b <= 100),
+    );
+    if (badBias) {
+      return Promise.reject(
+        new ConfigError(
+          `logit_bias: token ${badBias[0]} → ${badBias[1]}: ids are 0..${vocab - 1}, biases −100…100`,
+          {
+            fields: { param: 'logit_bias' },
+          },
+        ),
+      );
+    }
     const signal = request.signal;
     if (signal?.aborted) {
       this.aborted++;
@@ -226,6 +259,7 @@ export class GenerationEngine {
           topK: request.topK ?? DEFAULT_SAMPLING.topK,
         },
         random: seededRandom(request.seed ?? Math.floor(Math.random() * 2 ** 32)),
+        ...(hasAdjustments(adjust) ? { adjust } : {}),
         tokens: [],
         logprobs: [],
         top: [],
@@ -253,6 +287,33 @@ export class GenerationEngine {
    * compare with the sampled logprobs (0, greedy, scores at 1 as the sampler records it).
    */
   async computeLogprobs(tokenIds: number[], fromIndex = 1, temperature = 1): Promise<number[]> {
+    return (await this.score(tokenIds, fromIndex, temperature, 0)).logprobs;
+  }
+
+  /**
+   * `computeLogprobs` plus the `topK` most likely tokens at every one of those positions, under
+   * the same softmax(logits / temperature) (top-K distillation: the teacher's distribution at
+   * the temperature the student sampled with). A separate method rather than an option of
+   * `computeLogprobs`, so that every typed caller of that one keeps its plain `number[]`.
+   */
+  async computeTopLogprobs(
+    tokenIds: number[],
+    fromIndex: number,
+    temperature: number,
+    topK: number,
+  ): Promise<ScoredTokens> {
+    if (!Number.isInteger(topK) || topK < 1) {
+      throw new ConfigError(`topK must be a whole number ≥ 1, got ${topK}`, { fields: { topK } });
+    }
+    return this.score(tokenIds, fromIndex, temperature, topK);
+  }
+
+  private async score(
+    tokenIds: number[],
+    fromIndex: number,
+    temperature: number,
+    topK: number,
+  ): Promise<ScoredTokens> {
     if (fromIndex < 1 || fromIndex > tokenIds.length) {
       throw new ConfigError(
         `fromIndex must be between 1 and ${tokenIds.length} (the first token has no logprob)`,
@@ -266,10 +327,12 @@ export class GenerationEngine {
     const { vocab } = this.decoder.layout;
     const n = tokenIds.length;
     const out = await this.decoder.step(this.wholeSequence(tokenIds));
-    const result: number[] = [];
+    const k = Math.min(topK, vocab);
+    const result: ScoredTokens = { logprobs: [], top: { k, ids: [], logprobs: [] } };
     for (let i = fromIndex; i < n; i++) {
-      const row = out.logits.subarray((i - 1) * vocab, i * vocab);
-      result.push(logSoftmax(row, temperature)[tokenIds[i]]);
+      const row = logSoftmax(out.logits.subarray((i - 1) * vocab, i * vocab), temperature);
+      result.logprobs.push(row[tokenIds[i]]);
+      if (k > 0) appendTopK(row, k, result.top.ids, result.top.logprobs);
     }
     return result;
   }
@@ -409,7 +472,15 @@ export class GenerationEngine {
       seq.reject(new GenerationAbortedError('the request was aborted'));
       return true;
     }
-    const picked = sample(logits, seq.params, seq.random);
+    let picked: Sampled;
+    if (seq.adjust) {
+      const chosen = sample(adjustLogits(logits, seq.adjust, seq.tokens), seq.params, seq.random);
+      // Recorded under the model's own distribution: the trainer cannot recompute the adjustment.
+      const logp = logSoftmax(logits, seq.params.temperature)[chosen.tokenId];
+      picked = { tokenId: chosen.tokenId, logprob: logp };
+    } else {
+      picked = sample(logits, seq.params, seq.random);
+    }
     this.tokens++;
     seq.tokens.push(picked.tokenId);
     seq.logprobs.push(picked.logprob);

@@ -127,7 +127,11 @@ export class RolloutModel implements ChatModel {
     return this.model;
   }
 
-  encodeChat(messages: ChatMessage[], tools?: ToolSchema[], templateKwargs?: Record<string, unknown>): number[] {
+  encodeChat(
+    messages: ChatMessage[],
+    tools?: ToolSchema[],
+    templateKwargs?: Record<string, unknown>,
+  ): number[] {
     return encodeChatPrompt(this.model, messages, tools, templateKwargs);
   }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { logSoftmax, sample, seededRandom, topLogprobs } from './sampler.js';
+import { adjustLogits, hasAdjustments, logSoftmax, sample, seededRandom, topLogprobs } from './sampler.js';
 
 describe('sampler', () => {
   const logits = [1, 3, 2, -1];
@@ -55,5 +55,22 @@ describe('sampler', () => {
   it('lists the top logprobs', () => {
     expect(topLogprobs(logits, 2).map((t) => t.tokenId)).toEqual([1, 2]);
     expect(topLogprobs(logits, 0)).toEqual([]);
+  });
+});
+
+describe('logit adjustments (logit_bias, presence and frequency penalties)', () => {
+  it('adds biases and subtracts penalties over the generated tokens, leaving the input alone', () => {
+    const logits = new Float32Array([1, 2, 3, 4]);
+    const out = adjustLogits(
+      logits,
+      { logitBias: new Map([[0, 10]]), presencePenalty: 1, frequencyPenalty: 0.5 },
+      [3, 3, 1],
+    );
+    // token 0: +10; token 1: −(1 + 0.5·1); token 3: −(1 + 0.5·2)
+    expect([...out]).toEqual([11, 0.5, 3, 2]);
+    expect([...logits]).toEqual([1, 2, 3, 4]);
+    expect(hasAdjustments({})).toBe(false);
+    expect(hasAdjustments({ logitBias: new Map() })).toBe(false);
+    expect(hasAdjustments({ presencePenalty: 0.1 })).toBe(true);
   });
 });

@@ -15,6 +15,7 @@ import {
   ClawrayError,
   DeadlineExceededError,
   fromErrorInfo,
+  NotFoundError,
   PendingCallsLimitExceededError,
 } from '../../common/errors.js';
 import type * as m from '../../proto/messages.js';
@@ -312,7 +313,7 @@ export class ActorConnection {
       try {
         info = await this.host.head.call('GetActor', { actorId: this.actorId });
       } catch (err) {
-        if (err instanceof ClawrayError && !err.retryable) return this.markDead(err);
+        if (err instanceof ClawrayError && !err.retryable) return this.markDead(this.goneError(err));
         await sleep(backoff.next());
         continue;
       }
@@ -344,7 +345,7 @@ export class ActorConnection {
           );
         } else await sleep(100);
       } catch (err) {
-        error = err instanceof ClawrayError && !err.retryable ? err : undefined;
+        error = err instanceof ClawrayError && !err.retryable ? this.goneError(err) : undefined;
         if (!error) await sleep(200);
       }
     }
@@ -359,6 +360,18 @@ export class ActorConnection {
     return new ActorDiedError(
       `actor ${info.spec?.className ?? ''} (${this.actorId}) is dead${cause ? `: ${cause.message}` : ''}`,
       { cause, fields: { actorId: this.actorId } },
+    );
+  }
+
+  /**
+   * The head no longer knows the actor: it died long enough ago that its record was dropped
+   * (the head keeps a bounded number of dead actors, as Ray's GCS does).
+   */
+  private goneError(err: ClawrayError): Error {
+    if (!(err instanceof NotFoundError)) return err;
+    return new ActorDiedError(
+      `actor ${this.actorId} is dead (the head no longer keeps its record, so its death cause is unknown)`,
+      { cause: err, fields: { actorId: this.actorId } },
     );
   }
 

@@ -9,6 +9,9 @@ import { resourceRequestSchema } from '../../common/resources.js';
 
 const intAtLeast = (min: number) => z.number().int().min(min);
 
+export const LIFETIMES = ['non_detached', 'detached'] as const;
+export type Lifetime = (typeof LIFETIMES)[number];
+
 export const actorOptionsSchema = z
   .object({
     numCpus: resourceRequestSchema.shape.numCpus,
@@ -34,6 +37,11 @@ export const actorOptionsSchema = z
     bundleIndex: intAtLeast(-1).default(-1),
     env: z.record(z.string(), z.string()).default({}),
     scheduleTimeoutMs: z.number().nonnegative().default(0),
+    /**
+     * Ray's `lifetime`: `non_detached` (the default) dies with its owner — the connection
+     * (`Cluster`) or the actor that created it; `detached` lives until it is killed.
+     */
+    lifetime: z.enum(LIFETIMES).default('non_detached'),
   })
   .strict()
   .superRefine((o, ctx) => {

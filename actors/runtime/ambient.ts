@@ -3,6 +3,7 @@
  * one cluster client the process shares (for handles that arrive in arguments and for
  * `connect()` called from actor code).
  */
+import { actorContext, insideActor } from './actor-context.js';
 import { Cluster } from './cluster.js';
 
 let settings: { address: string; token: string; jobId: string } | undefined;
@@ -15,7 +16,17 @@ export function setAmbientCluster(value: { address: string; token: string; jobId
 /** The process's shared client, or undefined outside an actor process. */
 export function ambientCluster(): Cluster | undefined {
   if (!settings) return undefined;
-  shared ??= new Cluster({ address: settings.address, token: settings.token, jobId: settings.jobId });
+  shared ??= new Cluster({
+    address: settings.address,
+    token: settings.token,
+    jobId: settings.jobId,
+    // What the actor creates belongs to the actor (this incarnation), as in Ray.
+    ownerActor: () => {
+      if (!insideActor()) return undefined;
+      const { actorId, incarnation } = actorContext();
+      return { actorId, incarnation };
+    },
+  });
   return shared;
 }
 

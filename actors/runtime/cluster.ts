@@ -11,6 +11,7 @@ import { z } from 'zod';
 import { requireClientToken } from '../../common/auth.js';
 import { fromErrorInfo } from '../../common/errors.js';
 import { newId } from '../../common/ids.js';
+import { createLogger, type Logger } from '../../common/logger.js';
 import {
   PLACEMENT_STRATEGIES,
   type PlacementStrategy,
@@ -20,10 +21,11 @@ import {
 import type * as m from '../../proto/messages.js';
 import { ActorConnection, type ConnectionHost } from './actor-connection.js';
 import { ActorHandle, type HandleRuntime } from './actor-handle.js';
-import { type ActorOptions, actorOptionsSchema, parseWith } from './actor-options.js';
+import { type ActorOptions, actorOptionsSchema, LIFETIMES, parseWith } from './actor-options.js';
 import { openActorSession } from './actor-stream.js';
 import { encodeArgs, type HandleDescriptor, type HandleFactory } from './codec.js';
 import { HeadClient } from './head-client.js';
+import { OwnerSession } from './owner-session.js';
 import type { PlacedBundle, PlacementGroup } from './placement-group.js';
 import {
   type ActorView,
@@ -47,6 +49,16 @@ export interface ClusterOptions {
   jobId?: string;
   /** How long an unreachable head is retried before a request fails. Default 30 000 ms. */
   headRetryMs?: number;
+  /**
+   * Where warnings about requests that wait for resources go (Ray's "pending creation"
+   * warnings). Default: a pino logger on stderr.
+   */
+  logger?: Logger;
+  /**
+   * Inside an actor: the actor (incarnation) that owns what this client creates, so it dies
+   * with that actor rather than with this connection. Set by the actor host.
+   */
+  ownerActor?: () => { actorId: string; incarnation: number } | undefined;
 }
 
 export interface CreateActorRequest {
@@ -65,6 +77,8 @@ const placementGroupRequestSchema = z
     strategy: z.enum(PLACEMENT_STRATEGIES as [PlacementStrategy, ...PlacementStrategy[]]).default('PACK'),
     name: z.string().min(1).optional(),
     timeoutMs: z.number().nonnegative().default(0),
+    /** As an actor's: `detached` outlives the connection (or actor) that created it. */
+    lifetime: z.enum(LIFETIMES).default('non_detached'),
   })
   .strict();
 
@@ -120,6 +134,9 @@ export class Cluster implements ConnectionHost, HandleRuntime {
   private readonly connections = new Map<string, ActorConnection>();
   private readonly actorSessions = new Map<string, http2.ClientHttp2Session>();
   private readonly closeHooks: Array<() => Promise<void> | void> = [];
+  private readonly ownerSession: OwnerSession;
+  private readonly ownerActor?: ClusterOptions['ownerActor'];
+  private logger?: Logger;
   private closed = false;
 
   readonly handleFactory: HandleFactory = (d) => new ActorHandle(this, d);
@@ -133,6 +150,41 @@ export class Cluster implements ConnectionHost, HandleRuntime {
       token: this.token,
       retryForMs: options.headRetryMs,
     });
+    this.logger = options.logger;
+    this.ownerActor = options.ownerActor;
+    // This connection is the owner of what it creates (Ray's driver); the session opens with
+    // the first creation.
+    this.ownerSession = new OwnerSession(this.head, this.token, this.callerId, this.jobId, (event) =>
+      this.onOwnerEvent(event),
+    );
+  }
+
+  /** The owner id the head knows this connection by (it owns what it creates). */
+  get ownerId(): string {
+    return this.callerId;
+  }
+
+  private owner(): Pick<m.ActorSpec, 'ownerId' | 'ownerActorId' | 'ownerIncarnation'> {
+    this.ownerSession.open();
+    const actor = this.ownerActor?.();
+    return {
+      ownerId: this.callerId,
+      ownerActorId: actor?.actorId ?? '',
+      ownerIncarnation: actor?.incarnation ?? 0,
+    };
+  }
+
+  /** A request of ours waits for resources: say so, as Ray's driver prints the warning. */
+  private onOwnerEvent(event: m.OwnerEvent__Output): void {
+    if (event.kind !== 'PENDING') return;
+    this.logger ??= createLogger({ component: 'clawray' });
+    this.logger.warn(
+      {
+        ...(event.actorId ? { actorId: event.actorId } : {}),
+        ...(event.placementGroupId ? { placementGroupId: event.placementGroupId } : {}),
+      },
+      event.message,
+    );
   }
 
   /** Connects and checks the address and the token with one request. */
@@ -162,6 +214,7 @@ export class Cluster implements ConnectionHost, HandleRuntime {
       className: request.className ?? 'default',
       args: encodeArgs(request.args ?? []),
       jobId: this.jobId,
+      ...this.owner(),
       options: {
         resources: resourcesToWire(toResourceRequest(o)),
         labelSelector: o.labelSelector,
@@ -176,6 +229,7 @@ export class Cluster implements ConnectionHost, HandleRuntime {
         bundleIndex: o.bundleIndex,
         env: o.env,
         scheduleTimeoutMs: o.scheduleTimeoutMs,
+        detached: o.lifetime === 'detached',
       },
     };
     const info = await this.head.call('CreateActor', { spec }, { retryForMs: 60_000 });
@@ -188,7 +242,10 @@ export class Cluster implements ConnectionHost, HandleRuntime {
     return this.handleFrom(info) as ActorHandle<T>;
   }
 
-  /** Kills the actor at once; with `noRestart: false` it restarts if its `maxRestarts` allows. */
+  /**
+   * Kills the actor at once (detached ones too); with `noRestart: false` it restarts if its
+   * `maxRestarts` allows. `noRestart` defaults to true, as Ray's `ray.kill`.
+   */
   async killActor<T>(actor: ActorHandle<T> | string, options: { noRestart?: boolean } = {}): Promise<void> {
     const actorId = typeof actor === 'string' ? actor : actor.actorId;
     await this.head.call('KillActor', { actorId, noRestart: options.noRestart ?? true });
@@ -215,6 +272,8 @@ export class Cluster implements ConnectionHost, HandleRuntime {
         bundles: r.bundles.map((b) => resourcesToWire(toResourceRequest(b))),
         timeoutMs: r.timeoutMs,
         jobId: this.jobId,
+        ...this.owner(),
+        detached: r.lifetime === 'detached',
       },
       { retryForMs: 60_000 },
     );
@@ -296,9 +355,14 @@ export class Cluster implements ConnectionHost, HandleRuntime {
     this.closeHooks.push(hook);
   }
 
+  /**
+   * Ends this connection. What it created and is not detached is killed first (the head
+   * answers once it is), as a Ray driver's actors die when it exits.
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await this.ownerSession.close();
     for (const connection of this.connections.values()) connection.close();
     this.connections.clear();
     for (const session of this.actorSessions.values()) session.destroy();

@@ -29,6 +29,7 @@ interface HeadRpcs {
   ListPlacementGroups: [m.Empty, m.ListPlacementGroupsReply__Output];
   PlanPlacementGroups: [m.PlanPlacementGroupsRequest, m.PlanPlacementGroupsReply__Output];
   GetClusterStatus: [m.Empty, m.ClusterStatus__Output];
+  CloseOwnerSession: [m.OwnerSessionRequest, m.CloseOwnerSessionReply__Output];
 }
 
 const WAITING_METHODS = new Set<keyof HeadRpcs>([
@@ -38,6 +39,7 @@ const WAITING_METHODS = new Set<keyof HeadRpcs>([
   'RemovePlacementGroup',
   'DrainNode',
   'ReportActorExit',
+  'CloseOwnerSession',
 ]);
 
 export interface HeadClientOptions {

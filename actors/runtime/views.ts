@@ -26,6 +26,27 @@ export function resourcesFromWire(r: m.Resources__Output | null | undefined): Re
   };
 }
 
+/** Resources as the wire carries them, read or written. */
+export interface ResourceShape {
+  numCpus?: number | string;
+  numGpus?: number | string;
+  memoryMb?: number | string;
+  custom?: Record<string, number | string>;
+}
+
+/** `{CPU: 1, GPU: 0.5, memory_mb: 512, slot: 1}` (zeros left out); `{}` for nothing. */
+export function formatResources(r: ResourceShape | null | undefined): string {
+  const parts: string[] = [];
+  const add = (k: string, v: number | string | undefined) => {
+    if (v !== undefined && Number(v) !== 0) parts.push(`${k}: ${Number(v)}`);
+  };
+  add('CPU', r?.numCpus);
+  add('GPU', r?.numGpus);
+  add('memory_mb', r?.memoryMb);
+  for (const [k, v] of Object.entries(r?.custom ?? {})) add(k, v);
+  return `{${parts.join(', ')}}`;
+}
+
 export const gpusFromWire = (gpus: m.GpuShare__Output[]): GpuShare[] =>
   gpus.map((g) => ({ gpuId: g.gpuId, fraction: g.fraction }));
 
@@ -57,7 +78,28 @@ export interface ActorView {
   resources: ResourceMap;
   numRestarts: number;
   placementGroupId: string;
+  /** Outlives its owner (`lifetime: 'detached'`). */
+  detached: boolean;
+  /** The owner session that created it ('' for the head's own actors). */
+  ownerId: string;
+  /** The actor that created it, if one did. */
+  ownerActorId: string;
   deathCause?: ErrorInfoShape;
+}
+
+/** A request waiting for resources (Ray's pending demands). */
+export interface PendingDemandView {
+  kind: 'actor' | 'placement group';
+  id: string;
+  name: string;
+  /** One entry for an actor; one per bundle for a placement group. */
+  bundles: ResourceMap[];
+  /** DEFAULT, `PLACEMENT_GROUP pg_… [bundle N]`, or a group's strategy. */
+  strategy: string;
+  labelSelector: Record<string, string>;
+  pendingSinceMs: number;
+  state: string;
+  ownerId: string;
 }
 
 export interface ClusterStatusView {
@@ -67,6 +109,25 @@ export interface ClusterStatusView {
   nodes: NodeView[];
   actors: ActorView[];
   placementGroups: PlacementGroup[];
+  /** Requests waiting for resources, oldest first. */
+  pendingDemands: PendingDemandView[];
+  /** Dead actors and finished jobs dropped beyond the head's caps since it started. */
+  droppedDeadActors: number;
+  droppedFinishedJobs: number;
+}
+
+export function pendingDemandView(d: m.PendingDemand__Output): PendingDemandView {
+  return {
+    kind: d.kind === 'actor' ? 'actor' : 'placement group',
+    id: d.id,
+    name: d.name,
+    bundles: d.bundles.map((b) => toResourceMap(resourcesFromWire(b))),
+    strategy: d.strategy,
+    labelSelector: { ...d.labelSelector },
+    pendingSinceMs: d.pendingSinceMs,
+    state: d.state,
+    ownerId: d.ownerId,
+  };
 }
 
 export function actorView(info: m.ActorInfo__Output): ActorView {
@@ -88,6 +149,9 @@ export function actorView(info: m.ActorInfo__Output): ActorView {
     resources: toResourceMap(resourcesFromWire(options?.resources)),
     numRestarts: info.numRestarts,
     placementGroupId: options?.placementGroupId ?? '',
+    detached: options?.detached ?? false,
+    ownerId: spec?.ownerId ?? '',
+    ownerActorId: spec?.ownerActorId ?? '',
     deathCause: info.deathCause?.name ? info.deathCause : undefined,
   };
 }
@@ -129,5 +193,8 @@ export function clusterStatusView(s: m.ClusterStatus__Output): ClusterStatusView
     nodes: s.nodes.map(nodeView),
     actors: s.actors.map(actorView),
     placementGroups: s.placementGroups.map(placementGroupView),
+    pendingDemands: (s.pendingDemands ?? []).map(pendingDemandView),
+    droppedDeadActors: s.droppedDeadActors ?? 0,
+    droppedFinishedJobs: s.droppedFinishedJobs ?? 0,
   };
 }

@@ -420,6 +420,44 @@ describe('topKDistillationLoss', () => {
     expect(v).toBeCloseTo(0.056633, 5);
   });
 
+  it('matches hand-worked numbers on a 3-token vocabulary with K = 2 plus the tail bin', () => {
+    // Position 1: student p = [0.5, 0.3, 0.2] (logits ln p); teacher top-2 = ids [1, 0] with
+    // p [0.6, 0.3], tail 0.1. Student bins [0.3, 0.5], tail 0.2:
+    //   0.3·ln(0.3/0.6) + 0.5·ln(0.5/0.3) + 0.2·ln(0.2/0.1)
+    //   = −0.207944 + 0.255413 + 0.138629 = 0.186098
+    // Position 2: student uniform (1/3 each); teacher ids [2, 1] with p [0.7, 0.2], tail 0.1:
+    //   ⅓·(ln(⅓/0.7) + ln(⅓/0.2) + ln(⅓/0.1)) = ⅓·(−0.741937 + 0.510826 + 1.203973) = 0.324287
+    const input = () => ({
+      studentLogits: tf.tensor3d([
+        [
+          [ln(0.5), ln(0.3), ln(0.2)],
+          [0, 0, 0],
+        ],
+      ]),
+      teacherTopIds: [
+        [
+          [1, 0],
+          [2, 1],
+        ],
+      ],
+      teacherTopLogprobs: tf.tensor3d([
+        [
+          [ln(0.6), ln(0.3)],
+          [ln(0.7), ln(0.2)],
+        ],
+      ]),
+    });
+    const perToken = values(tf.tidy(() => topKReverseKlPerToken(input())));
+    expect(perToken[0]).toBeCloseTo(0.186098, 5);
+    expect(perToken[1]).toBeCloseTo(0.324287, 5);
+    const both = scalar(() => tf.tidy(() => topKDistillationLoss({ ...input(), mask: tf.ones([1, 2]) })));
+    expect(both).toBeCloseTo((0.186098 + 0.324287) / 2, 5);
+    const first = scalar(() =>
+      tf.tidy(() => topKDistillationLoss({ ...input(), mask: tf.tensor2d([[1, 0]]) })),
+    );
+    expect(first).toBeCloseTo(0.186098, 5);
+  });
+
   it('matches a direct computation (gather and one-hot) and is 0 when the teacher is the student', () => {
     const logits = [
       [

@@ -325,6 +325,117 @@ describe('PolicyTrainer', () => {
     decoder.dispose();
   });
 
+  /** The student's own samples at `temperature`, with a teacher model's top-K of them at that temperature. */
+  async function distillSamples(temperature: number, k: number, teacherDir: string) {
+    const student = await RolloutModel.load({ modelDir: join(root, 'tiny') });
+    const teacher = await RolloutModel.load({ modelDir: teacherDir });
+    try {
+      const out: TrainSample[] = [];
+      for (let seed = 0; seed < 3; seed++) {
+        const prompt = student.encodeChat([{ role: 'user', content: `distill me ${seed}` }]);
+        const r = await student.generate({ promptTokenIds: prompt, maxTokens: 12, temperature, seed });
+        const tokenIds = [...prompt, ...r.tokenIds];
+        const scored = await teacher.engine.computeTopLogprobs(tokenIds, prompt.length, temperature, k);
+        out.push({
+          tokenIds,
+          responseStart: prompt.length,
+          oldLogprobs: r.logprobs,
+          // opd: the top-K KL is the whole objective, the PPO term has nothing to add.
+          advantages: 0,
+          temperature,
+          teacherTopK: scored.top,
+        });
+      }
+      return out;
+    } finally {
+      await student.close();
+      await teacher.close();
+    }
+  }
+
+  /** Reverse KL over the teacher's top-K + tail, in float64, from the trainer's own logits at T. */
+  function directDistill(decoder: TfjsDecoder, batch: TrainSample[]): number {
+    let sum = 0;
+    let tokens = 0;
+    for (const s of batch) {
+      const logits = tf.tidy(() => decoder.forward({ inputIds: [s.tokenIds] }).logits.arraySync()[0]);
+      const { k, ids, logprobs } = s.teacherTopK!;
+      for (let p = 0; p < s.tokenIds.length - s.responseStart; p++) {
+        const row = logits[s.responseStart - 1 + p].map((l) => l / s.temperature!);
+        const max = Math.max(...row);
+        const z = row.reduce((a, l) => a + Math.exp(l - max), 0);
+        const st = ids.slice(p * k, (p + 1) * k).map((id) => Math.exp(row[id] - max) / z);
+        const tt = logprobs.slice(p * k, (p + 1) * k).map(Math.exp);
+        const sTail = Math.max(1 - st.reduce((a, b) => a + b, 0), 1e-8);
+        const tTail = Math.max(1 - tt.reduce((a, b) => a + b, 0), 1e-8);
+        sum +=
+          st.reduce((a, v, j) => a + v * (Math.log(v) - Math.log(tt[j])), 0) +
+          sTail * (Math.log(sTail) - Math.log(tTail));
+        tokens++;
+      }
+    }
+    return sum / tokens;
+  }
+
+  it('distills a teacher’s top-K at T = 0.6: the reported KL is the direct one, and it falls', async () => {
+    initRandomModel({ preset: 'tiny', outDir: join(root, 'teacher'), seed: 9 });
+    const batch = await distillSamples(0.6, 8, join(root, 'teacher'));
+    const decoder = new TfjsDecoder(model.config, model.weights);
+    const trainer = new PolicyTrainer(decoder, { ...options, optimizer: { lr: 1e-3, weightDecay: 0 } });
+    const expected = directDistill(decoder, batch);
+    const first = await trainer.step(batch);
+    expect(first.distillTokens).toBe(PolicyTrainer.countTokens(batch));
+    expect(first.distillLoss).toBeGreaterThan(3e-3);
+    expect(Math.abs(first.distillLoss! - expected)).toBeLessThan(1e-4);
+    // Advantages 0: the loss is the distillation term alone (token mean).
+    expect(first.pgLoss).toBe(0);
+    expect(first.loss).toBeCloseTo(first.distillLoss!, 5);
+    let last = first;
+    for (let i = 0; i < 3; i++) last = await trainer.step(batch);
+    // Gradient steps on the KL move the student to the teacher.
+    expect(last.distillLoss!).toBeLessThan(first.distillLoss! * 0.5);
+    decoder.dispose();
+  });
+
+  it('is ≈ 0 against the student’s own top-K at its temperature, and weight 0 turns it off', async () => {
+    const own = await distillSamples(0.6, 4, join(root, 'tiny'));
+    const decoder = new TfjsDecoder(model.config, model.weights);
+    const trainer = new PolicyTrainer(decoder, options);
+    const self = await trainer.step(own);
+    expect(self.distillLoss!).toBeLessThan(1e-5);
+    expect(self.logprobAbsDiff).toBeLessThan(1e-3);
+    const plain = await trainer.step(own.map(({ teacherTopK: _, ...s }) => s));
+    expect(plain.distillLoss).toBeUndefined();
+    decoder.dispose();
+    // distillWeight 0 and advantage 0: no gradient at all, the weights stay as they were.
+    initRandomModel({ preset: 'tiny', outDir: join(root, 'teacher2'), seed: 11 });
+    const other = await distillSamples(1, 4, join(root, 'teacher2'));
+    const frozen = new TfjsDecoder(model.config, model.weights);
+    const before = frozen.readWeights();
+    const off = await new PolicyTrainer(frozen, options).step(other.map((s) => ({ ...s, distillWeight: 0 })));
+    expect(off.distillLoss!).toBeGreaterThan(3e-4);
+    expect(off.loss).toBe(0);
+    for (const [name, w] of frozen.readWeights()) expect(w).toEqual(before.get(name));
+    frozen.dispose();
+  });
+
+  it('refuses top-K rows that do not fit the response or the batch’s K', async () => {
+    const decoder = new TfjsDecoder(model.config, model.weights);
+    const trainer = new PolicyTrainer(decoder, options);
+    const s = { ...samples[0], teacherTopK: { k: 2, ids: [1, 2], logprobs: [-1, -2] } };
+    await expect(trainer.step([s])).rejects.toThrow(
+      'sample 0: teacherTopK needs 2 ids and logprobs per response token (6), got 2 ids and 2 logprobs',
+    );
+    const good = (k: number) => ({
+      ...samples[0],
+      teacherTopK: { k, ids: new Array(3 * k).fill(1), logprobs: new Array(3 * k).fill(-3) },
+    });
+    await expect(trainer.step([good(2), good(3)])).rejects.toThrow(
+      "sample 1: teacherTopK.k is 3, but the batch's teachers gave 2 tokens per position",
+    );
+    decoder.dispose();
+  });
+
   it('names what is wrong with a sample, and leaks no tensors', async () => {
     const before = tf.memory().numTensors;
     const decoder = new TfjsDecoder(model.config, model.weights);
@@ -337,6 +448,13 @@ describe('PolicyTrainer', () => {
     // Tempered logits and the TIS pass leave nothing behind either.
     const tis = new PolicyTrainer(decoder, { ...options, tis: { cap: 2 } });
     await tis.step(samples.map((s) => ({ ...s, temperature: 0.6 })));
+    // Nor does top-K distillation (its grid, the KL and the weights).
+    await trainer.step(
+      samples.map((s) => {
+        const n = 2 * (s.tokenIds.length - s.responseStart);
+        return { ...s, teacherTopK: { k: 2, ids: new Array(n).fill(5), logprobs: new Array(n).fill(-2) } };
+      }),
+    );
     decoder.dispose();
     expect(tf.memory().numTensors).toBe(before);
   });

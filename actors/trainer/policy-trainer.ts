@@ -12,13 +12,25 @@
  * the rollout sampled from. With truncated importance sampling (`tis`) the step first scores
  * every sample under the current weights without gradient (the proximal policy), trains PPO
  * against those, and weights each token by min(exp(proximal − rollout), cap).
+ *
+ * Top-K distillation (OpenClaw-RL's top-K OPD, `train.distillTopK`): a sample that carries its
+ * teacher's top-K adds, on each response token, distillWeight · KL(student‖teacher) over the
+ * teacher's K tokens plus a tail bin (`topKReverseKlPerToken`), the student at the sample's
+ * temperature as the teacher was scored. It is added to the sample's PPO term, whose advantages
+ * the caller sets (0 for opd: the KL is the whole objective; w_rl·A for combine).
  */
 import * as tf from '@tensorflow/tfjs';
 import { ConfigError } from '../../common/errors.js';
 import type { TfjsDecoder } from '../models/tfjs-decoder.js';
 import { tokenLogprobs } from '../models/tfjs-decoder.js';
 import { clipGradNorm } from './grad-clip.js';
-import { klPerToken, ppoClipLoss, tokenEntropy, truncatedImportanceWeights } from './losses.js';
+import {
+  klPerToken,
+  ppoClipLoss,
+  tokenEntropy,
+  topKReverseKlPerToken,
+  truncatedImportanceWeights,
+} from './losses.js';
 import { type LrScheduleOptions, lrAt } from './lr-schedule.js';
 import { AdamW, type AdamWOptions, canonicalOrder, flattenGrads, unflatten } from './optimizer.js';
 
@@ -42,6 +54,22 @@ export interface TrainSample {
    * greedy (temperature 0) output is no sample of a distribution, and is refused.
    */
   temperature?: number;
+  /**
+   * Top-K distillation: the teacher's K most likely tokens and their logprobs at every response
+   * position (flat, row-major: one row of k per response token), at the sample's temperature.
+   */
+  teacherTopK?: TeacherTopK;
+  /** Weight of this sample's top-K distillation term (w_opd of combine). Default 1. */
+  distillWeight?: number;
+}
+
+/** A teacher's top-K rows over a response (the rollout engine's `computeTopLogprobs` output). */
+export interface TeacherTopK {
+  k: number;
+  /** responseLength · k token ids, most likely first in each row. */
+  ids: number[];
+  /** Their logprobs, normalised over the full vocabulary (the rest is the tail bin). */
+  logprobs: number[];
 }
 
 /** Truncated importance sampling for stale samples (slime's `--use-tis`, AReaL's decoupled PPO). */
@@ -127,6 +155,13 @@ export interface StepMetrics {
   tisWeight?: number;
   /** With `tis`: the share of response tokens whose weight was truncated at the cap. */
   tisTruncated?: number;
+  /**
+   * When the batch had samples with a teacher's top-K: the mean top-K reverse KL (student‖teacher,
+   * unweighted) over this shard's distilled tokens (0 when this shard had none).
+   */
+  distillLoss?: number;
+  /** Response tokens the distillation term covered on this shard. */
+  distillTokens?: number;
 }
 
 /** Sums a flat gradient buffer across data-parallel ranks, in place. */
@@ -143,6 +178,19 @@ interface Batch {
   inverseTemperature?: number[];
   /** With TIS: the proximal policy's logprobs, laid out as oldLogprobs. */
   proximal?: number[][];
+  /** Top-K distillation, when a sample carries a teacher's top-K. */
+  distill?: DistillGrid;
+  tokens: number;
+}
+
+/** The teachers' top-K laid out as the batch: [batch, len − 1, k], and per-token weights. */
+interface DistillGrid {
+  ids: number[][][];
+  logprobs: number[][][];
+  /** distillWeight on a distilled response token, 0 elsewhere. */
+  weight: number[][];
+  /** 1 on a distilled response token, 0 elsewhere (for the unweighted metric). */
+  mask: number[][];
   tokens: number;
 }
 
@@ -202,6 +250,9 @@ export class PolicyTrainer {
       tis: 0,
       truncated: 0,
       tokens: 0,
+      distill: 0,
+      distillTokens: 0,
+      distilled: false,
     };
     for (let start = 0; start < samples.length; start += size) {
       const seed = ((this.options.seed ?? 0) * 100_003 + this.optimizer.stepsTaken) * 1_000 + start;
@@ -222,6 +273,9 @@ export class PolicyTrainer {
       totals.tis += part.tisSum;
       totals.truncated += part.truncatedSum;
       totals.tokens += part.tokens;
+      totals.distill += part.distillSum;
+      totals.distillTokens += part.distillTokens;
+      totals.distilled ||= part.distilled;
     }
     await options.reduce?.(flat!);
     const summed = unflatten(flat!, this.names, this.shapes);
@@ -249,6 +303,12 @@ export class PolicyTrainer {
       logprobAbsDiff: totals.diff / totals.tokens,
       ...(this.tisOn(method)
         ? { tisWeight: totals.tis / totals.tokens, tisTruncated: totals.truncated / totals.tokens }
+        : {}),
+      ...(totals.distilled
+        ? {
+            distillLoss: totals.distillTokens > 0 ? totals.distill / totals.distillTokens : 0,
+            distillTokens: totals.distillTokens,
+          }
         : {}),
     };
   }
@@ -286,6 +346,7 @@ export class PolicyTrainer {
       diffSum: 0,
       tisSum: 0,
       truncatedSum: 0,
+      distillSum: 0,
     };
     // The weights change only after every micro-batch: scoring here is scoring before the step.
     if (this.tisOn(method)) batch.proximal = this.proximalLogprobs(batch);
@@ -295,8 +356,9 @@ export class PolicyTrainer {
       const logprobs = tokenLogprobs(logits, batch.targets);
       const mask = tf.tensor2d(batch.mask);
       const { total, ...numbers } = this.tokenLoss(logits, logprobs, mask, batch, method);
-      parts = numbers;
-      return tf.div(total, globalTokens) as tf.Scalar;
+      const distill = method === 'rl' ? this.distillLoss(logits, batch) : undefined;
+      parts = { ...numbers, distillSum: distill?.sum ?? 0 };
+      return tf.div(distill ? tf.add(total, distill.total) : total, globalTokens) as tf.Scalar;
     }, vars);
     const loss = (await value.data())[0];
     value.dispose();
@@ -305,7 +367,30 @@ export class PolicyTrainer {
       byName.set(this.hfNameOf.get(tfName)!, Float32Array.from(await g.data()));
       g.dispose();
     }
-    return { flat: flattenGrads(this.names, byName), loss, tokens: batch.tokens, ...parts };
+    return {
+      flat: flattenGrads(this.names, byName),
+      loss,
+      tokens: batch.tokens,
+      ...parts,
+      distilled: method === 'rl' && batch.distill !== undefined,
+      distillTokens: method === 'rl' ? (batch.distill?.tokens ?? 0) : 0,
+    };
+  }
+
+  /**
+   * Top-K distillation of the samples that carry a teacher's top-K: Σ distillWeight · KL over
+   * their response tokens (the total, a scalar tensor) and the unweighted Σ KL (the metric).
+   */
+  private distillLoss(logits: tf.Tensor3D, batch: Batch): { total: tf.Scalar; sum: number } | undefined {
+    const grid = batch.distill;
+    if (!grid) return undefined;
+    const kl = topKReverseKlPerToken({
+      studentLogits: logits,
+      teacherTopIds: grid.ids,
+      teacherTopLogprobs: tf.tensor3d(grid.logprobs),
+    });
+    const sum = tf.sum(tf.mul(kl, tf.tensor2d(grid.mask))).dataSync()[0];
+    return { total: tf.sum(tf.mul(kl, tf.tensor2d(grid.weight))) as tf.Scalar, sum };
   }
 
   /** The summed per-token loss of the batch (a scalar tensor) and its parts as numbers. */
@@ -447,6 +532,58 @@ export class PolicyTrainer {
       }
       batch.tokens += responseLength;
     });
+    if (method === 'rl') batch.distill = distillGrid(samples, width);
     return batch;
   }
+}
+
+/**
+ * The samples' top-K rows on the batch grid (position t predicts token t + 1, as the targets),
+ * or undefined when no sample carries one. Positions without a teacher get uniform rows of
+ * weight 0: they add nothing, and keep the KL finite.
+ */
+function distillGrid(samples: TrainSample[], width: number): DistillGrid | undefined {
+  const withTopK = samples.filter((s) => s.teacherTopK !== undefined);
+  if (withTopK.length === 0) return undefined;
+  const k = withTopK[0].teacherTopK!.k;
+  const filler = Math.log(1 / (k + 1));
+  const grid: DistillGrid = {
+    ids: samples.map(() => Array.from({ length: width }, () => new Array<number>(k).fill(0))),
+    logprobs: samples.map(() => Array.from({ length: width }, () => new Array<number>(k).fill(filler))),
+    weight: samples.map(() => new Array<number>(width).fill(0)),
+    mask: samples.map(() => new Array<number>(width).fill(0)),
+    tokens: 0,
+  };
+  samples.forEach((s, b) => {
+    const top = s.teacherTopK;
+    if (!top) return;
+    const responseLength = s.tokenIds.length - s.responseStart;
+    if (!(Number.isInteger(top.k) && top.k >= 1) || top.k !== k) {
+      throw new ConfigError(
+        `sample ${b}: teacherTopK.k is ${top.k}, but the batch's teachers gave ${k} tokens per position: one batch distills at one K`,
+        { fields: { sample: b, k: top.k } },
+      );
+    }
+    if (top.ids.length !== responseLength * k || top.logprobs.length !== responseLength * k) {
+      throw new ConfigError(
+        `sample ${b}: teacherTopK needs ${k} ids and logprobs per response token (${responseLength * k}), got ${top.ids.length} ids and ${top.logprobs.length} logprobs`,
+        { fields: { sample: b } },
+      );
+    }
+    const weight = s.distillWeight ?? 1;
+    if (!(Number.isFinite(weight) && weight >= 0)) {
+      throw new ConfigError(`sample ${b}: distillWeight must be a number ≥ 0, got ${weight}`, {
+        fields: { sample: b, distillWeight: weight },
+      });
+    }
+    for (let p = 0; p < responseLength; p++) {
+      const t = s.responseStart - 1 + p;
+      grid.ids[b][t] = top.ids.slice(p * k, (p + 1) * k);
+      grid.logprobs[b][t] = top.logprobs.slice(p * k, (p + 1) * k);
+      grid.weight[b][t] = weight;
+      grid.mask[b][t] = 1;
+    }
+    grid.tokens += responseLength;
+  });
+  return grid;
 }

@@ -44,6 +44,7 @@ export {
   type PolicyTrainerOptions,
   type StepMetrics,
   type StepOptions,
+  type TeacherTopK,
   type TisOptions,
   type TrainSample,
 } from './policy-trainer.js';

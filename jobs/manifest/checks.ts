@@ -107,6 +107,12 @@ export function crossFieldIssues(raw: RawManifest, m: RLJobManifest): FieldIssue
     add(['judge', 'threshold'], `applies to an onnx-prm judge only; this judge is ${judge.backend}`);
   }
 
+  if (rawSpec.eval.tasks !== undefined && m.spec.env && rawSpec.eval.tasks !== m.spec.env.tasks) {
+    add(
+      ['eval', 'tasks'],
+      `a job evaluates on its env pools, which load env.tasks (${m.spec.env.tasks}); evaluate another task file with \`clawray eval CHECKPOINT --manifest … --tasks ${rawSpec.eval.tasks}\``,
+    );
+  }
   if (method !== 'sft' && m.spec.rollout.temperature === 0) {
     add(
       ['rollout', 'temperature'],
@@ -154,6 +160,14 @@ export function crossFieldIssues(raw: RawManifest, m: RLJobManifest): FieldIssue
       ['train', 'distillTopK'],
       `distills from a teacher, which only opd and combine have; this job's method is ${method}`,
     );
+  }
+  if (rawSpec.train.hintSelect !== undefined && method !== 'opd' && method !== 'combine') {
+    add(
+      ['train', 'hintSelect'],
+      `chooses among OPD hints, which only opd and combine have; this job's method is ${method}`,
+    );
+  } else if (train.hintSelect === 'topk-overlap' && train.distillTopK === undefined) {
+    add(['train', 'hintSelect'], 'topk-overlap compares top-K sets; set train.distillTopK (e.g. 50) too');
   }
   if (train.warmup && method === 'sft') {
     add(['train', 'warmup'], 'method sft already trains on the oracle traces; set train.steps instead');

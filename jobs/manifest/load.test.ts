@@ -133,9 +133,12 @@ describe('parseManifest', () => {
     expect(() =>
       parseManifest(minimal('personal', 'rl', "  serve: { sideCalls: { 'Bad-Kind': x } }\n"), 'job.yaml'),
     ).toThrow(/sideCalls/);
-    expect(() => parseManifest(minimal('toolcall', 'rl', '  rollout: { temperature: 0 }\n'), 'job.yaml')).toThrow(
-      /spec\.rollout\.temperature.*greedy/s,
-    );
+    expect(() =>
+      parseManifest(minimal('toolcall', 'rl', '  eval: { tasks: ./other.jsonl }\n'), 'job.yaml'),
+    ).toThrow(/spec\.eval\.tasks.*clawray eval/s);
+    expect(() =>
+      parseManifest(minimal('toolcall', 'rl', '  rollout: { temperature: 0 }\n'), 'job.yaml'),
+    ).toThrow(/spec\.rollout\.temperature.*greedy/s);
   });
 
   it('defaults the OPD teacher to frozen only with in-job judge engines on the policy, and refuses it elsewhere', () => {

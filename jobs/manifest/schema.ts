@@ -353,7 +353,12 @@ const trainSchema = section({
   distillTopK: count(1)
     .optional()
     .describe(
-      "opd/combine: reverse KL over the teacher's top-K tokens plus a tail bin (OpenClaw-RL uses 50)",
+      "opd/combine: reverse KL over the teacher's top-K tokens plus a tail bin (OpenClaw-RL uses 50), in place of the sampled-token advantage teacher − old; combine weighs it with w_opd",
+    ),
+  hintSelect: oneOf(['longest', 'topk-overlap'] as const)
+    .optional()
+    .describe(
+      "opd/combine: which +1 vote's hint teaches. longest (OpenClaw-RL, the default); topk-overlap (needs distillTopK): the candidate whose teacher top-K sets overlap most with the student's own, mean over positions of |teacher ∩ student| / K (ties: the longest)",
     ),
   tis: section({
     cap: num({ gt: 1 }).describe('Largest importance weight exp(proximal − rollout logprob) a token gets'),
@@ -563,6 +568,7 @@ export function resolveManifest(raw: RawManifest) {
           train.maxStaleness ?? (train.async ? DEFAULT_MAX_STALENESS.async : DEFAULT_MAX_STALENESS.sync),
         warmup: train.warmup ? { ...train.warmup, lr: train.warmup.lr ?? lr } : undefined,
         combine: train.combine ?? (method === 'combine' ? { opdWeight: 1, rlWeight: 1 } : undefined),
+        hintSelect: train.hintSelect ?? 'longest',
       },
       env: env && { ...env, parallel: env.parallel ?? t.envParallel ?? 1 },
       eval: {

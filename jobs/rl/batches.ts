@@ -3,9 +3,15 @@
  * every turn of an episode is one sample carrying its episode's advantage (RL), the teacher −
  * rollout logprob gap per token (OPD), or both (combine: w_opd·(teacher − old) + w_rl·A), and
  * the temperature it was sampled with (the trainer scores at it).
+ *
+ * Top-K distillation (a turn whose record has `extra.teacherTopK`, train.distillTopK): the
+ * teacher's top-K replaces the sampled-token gap teacher − old, which is a one-sample estimate
+ * of the same reverse KL's gradient. opd: advantage 0, the sample's loss is the top-K KL
+ * (distillWeight 1); combine: advantage w_rl·A in the PPO term plus w_opd · the top-K KL
+ * (distillWeight w_opd), so w_opd weighs the distillation exactly where it weighed the gap.
  */
 import { combineAdvantages, grpoAdvantages } from '../../actors/trainer/advantages.js';
-import type { TrainSample } from '../../actors/trainer/policy-trainer.js';
+import type { TeacherTopK, TrainSample } from '../../actors/trainer/policy-trainer.js';
 import type { TrajectoryRecord } from '../buffer/types.js';
 
 /**
@@ -114,6 +120,14 @@ export interface BatchUse {
 
 const rewardOf = (episode: TrajectoryRecord[]) => Number(episode[0].extra?.reward ?? 0);
 
+/** The teacher's top-K rows the judge stage stored on a turn (opd-teacher.ts), if any. */
+function teacherTopKOf(r: TrajectoryRecord): TeacherTopK | undefined {
+  const top = r.extra?.teacherTopK as TeacherTopK | undefined;
+  return top && typeof top.k === 'number' && Array.isArray(top.ids) && Array.isArray(top.logprobs)
+    ? top
+    : undefined;
+}
+
 /**
  * OpenClaw-RL's step-wise estimator for process + outcome rewards (judging.ts writes each
  * turn's `stepReward` = outcome + coef · its judge score): a turn's advantage is its value
@@ -182,6 +196,7 @@ export function buildSamples(
           return;
         }
         const teacher = (r.extra?.teacherLogprobs as number[] | undefined) ?? null;
+        const topK = teacherTopKOf(r);
         // Kept at advantage 0 by the at-least-one rule (judging.ts): it still counts as trained.
         const keep = r.extra?.atLeastOne === true;
         let advantages: number | number[];
@@ -196,7 +211,9 @@ export function buildSamples(
             use.noSignal.push(r.trajectoryId);
             return;
           }
-          advantages = teacher.map((t, k) => t - r.logprobs[k]);
+          advantages = topK ? 0 : teacher.map((t, k) => t - r.logprobs[k]);
+        } else if (topK) {
+          advantages = (o.combine?.rlWeight ?? 1) * a;
         } else {
           if (!teacher && a === 0 && !keep) {
             use.noSignal.push(r.trajectoryId);
@@ -217,6 +234,9 @@ export function buildSamples(
           oldLogprobs: r.logprobs,
           advantages,
           temperature,
+          ...(topK
+            ? { teacherTopK: topK, distillWeight: o.method === 'combine' ? (o.combine?.opdWeight ?? 1) : 1 }
+            : {}),
         });
       });
     });

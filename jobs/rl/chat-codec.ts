@@ -35,7 +35,11 @@ export class ChatCodec {
     return this.model.config.max_position_embeddings;
   }
 
-  encodeChat(messages: ChatMessage[], tools?: ToolSchema[], templateKwargs?: Record<string, unknown>): number[] {
+  encodeChat(
+    messages: ChatMessage[],
+    tools?: ToolSchema[],
+    templateKwargs?: Record<string, unknown>,
+  ): number[] {
     return encodeChatPrompt(this.model, messages, tools, templateKwargs);
   }
 

@@ -35,9 +35,9 @@ import { ChatCodec } from './chat-codec.js';
 import { EnginePool } from './engine-pool.js';
 import type { EpisodeTicket } from './episode-queue.js';
 import { EpisodeSource } from './episode-source.js';
-import { type Episode, playEpisode, type RolloutFunction, type Sampling } from './episodes.js';
-import { type EvalResult, evaluateEnv, evaluatePersonal } from './evaluation.js';
+import type { Episode, RolloutFunction, Sampling } from './episodes.js';
 import { isPeerLoss } from './failures.js';
+import { evalTaskIds, runHeldOutEval } from './heldout-eval.js';
 import { JobMetrics } from './job-metrics.js';
 import { type DriverState, type EvalRecord, JobStateStore, type StepRecord } from './job-state.js';
 import { EngineVoter } from './judge-engines.js';
@@ -45,6 +45,7 @@ import { runJudgeLoop } from './judge-loop.js';
 import { FirstSignal, judgeEpisode } from './judging.js';
 import { prepareModelDir } from './model-source.js';
 import { personalSourceFor } from './personal-source.js';
+import { playOnPool } from './pool-episode.js';
 import { episodeRecords, type RewardInput } from './records.js';
 import { RemoteChatModel } from './remote-chat-model.js';
 import type { RolloutSource } from './rollout-source.js';
@@ -102,7 +103,10 @@ export interface RLJobSummary {
    * sampling temperature; goal ≤ 1e-3); null when no RL step trained a sample.
    */
   logprobAbsDiff: number | null;
-  /** opd/combine: whose logprobs taught, and how many turns they scored (turns with a hint). */
+  /**
+   * opd/combine: whose logprobs taught, and how many turns they scored (turns with a hint; with
+   * hintSelect topk-overlap each candidate hint of a turn counts once).
+   */
   teacher?: { kind: 'frozen' | 'tracking'; turns: number };
   evals: EvalRecord[];
   history: StepRecord[];
@@ -223,20 +227,29 @@ export class RLDriver {
       if (spec.env && trainTasks.length === 0) {
         throw new ConfigError(`spec.env: no tasks in split '${spec.env.split}' of ${tasksPath}`);
       }
-      const evalTaskIds = tasks
-        .filter((t) => spec.eval.split === 'all' || t.split === spec.eval.split)
-        .map((t) => t.id);
+      const evalTasks = evalTaskIds(tasks, spec.eval.split);
       // The id clients name: spec.model.name, else the model directory's name as the manifest gives it.
       const modelId = spec.model.name ?? basename(resolve(o.workingDir, spec.model.path));
       const remote = new RemoteChatModel(modelId, codec, engines);
       const play = (taskId: string, sampling: Sampling, slot: number) =>
-        this.playOn(engines, actors.pools, { taskId, sampling, slot, rollout: rolloutFn });
+        playOnPool(engines, actors.pools, {
+          taskId,
+          sampling,
+          slot,
+          maxTurns: spec.rollout.maxTurns,
+          rollout: rolloutFn,
+        });
 
       const runEval = async () => {
         if (this.stopRequested || spec.eval.everySteps <= 0) return;
         const previous = this.phase;
         this.phase = 'evaluating';
-        const r = await this.evaluate(remote, codec, evalTaskIds, play);
+        const r = await runHeldOutEval(spec, {
+          generate: (request) => remote.generate(request),
+          codec,
+          taskIds: evalTasks,
+          play,
+        });
         this.phase = previous;
         if (!r) return;
         this.evals.push({ step: this.step, ...r });
@@ -520,6 +533,41 @@ export class RLDriver {
                 isPeerLoss,
               );
             },
+            // train.distillTopK: the teacher's top-K too; the student's (topk-overlap) from the rollout engines.
+            ...(spec.train.distillTopK !== undefined
+              ? {
+                  distill: {
+                    k: spec.train.distillTopK,
+                    hintSelect: spec.train.hintSelect,
+                    teacherTopK: (prompt: number[], response: number[], temperature: number, k: number) => {
+                      this.teacherTurns++;
+                      return teacherEngines.run(
+                        (engine) =>
+                          engine.call(
+                            'computeTopLogprobs',
+                            [...prompt, ...response],
+                            prompt.length,
+                            temperature,
+                            k,
+                          ),
+                        isPeerLoss,
+                      );
+                    },
+                    studentTopK: (prompt: number[], response: number[], temperature: number, k: number) =>
+                      c.engines.run(
+                        (engine) =>
+                          engine.call(
+                            'computeTopLogprobs',
+                            [...prompt, ...response],
+                            prompt.length,
+                            temperature,
+                            k,
+                          ),
+                        isPeerLoss,
+                      ),
+                  },
+                }
+              : {}),
             encodeChat: (messages) => c.codec.encodeChat(messages),
             ...(personal
               ? {
@@ -604,8 +652,9 @@ export class RLDriver {
     const p = this.rates();
     const drift = r.logprobAbsDiff === null ? '' : `, logprob drift ${r.logprobAbsDiff.toExponential(2)}`;
     const tis = r.tisWeight === undefined ? '' : `, tis weight ${r.tisWeight.toFixed(3)}`;
+    const distill = r.distillLoss === undefined ? '' : `, distill KL ${r.distillLoss.toFixed(4)}`;
     o.log(
-      `step ${r.step}${spec.train.steps === undefined ? '' : `/${spec.train.steps}`}: reward ${r.rewardMean.toFixed(3)}, success ${r.successRate.toFixed(3)}, ${r.samples} samples of ${r.episodes} episodes, staleness ${r.staleness.toFixed(2)}, loss ${r.loss.toFixed(4)}${drift}${tis}, ${p.samplesPerSecond.toFixed(2)} samples/s${r.staleGroups > 0 ? `, ${r.staleGroups} stale group(s) dropped` : ''}${r.greedy > 0 ? `, ${r.greedy} greedy (temperature 0) turn(s) not trained` : ''}`,
+      `step ${r.step}${spec.train.steps === undefined ? '' : `/${spec.train.steps}`}: reward ${r.rewardMean.toFixed(3)}, success ${r.successRate.toFixed(3)}, ${r.samples} samples of ${r.episodes} episodes, staleness ${r.staleness.toFixed(2)}, loss ${r.loss.toFixed(4)}${drift}${tis}${distill}, ${p.samplesPerSecond.toFixed(2)} samples/s${r.staleGroups > 0 ? `, ${r.staleGroups} stale group(s) dropped` : ''}${r.greedy > 0 ? `, ${r.greedy} greedy (temperature 0) turn(s) not trained` : ''}`,
     );
     const every = spec.eval.everySteps;
     if (every > 0 && r.step % every === 0 && this.stepsLeft(r.step)) await runEval();
@@ -620,90 +669,6 @@ export class RLDriver {
       topP: rollout.topP,
       seed: Number.parseInt(fnv1a(`${train.seed}:${ticket.group}:${ticket.index}`), 16),
     };
-  }
-
-  /**
-   * One episode on a healthy engine and an env pool. An engine that fails because it is gone
-   * leaves the engine pool; the caller plays the episode again.
-   */
-  private async playOn(
-    engines: EnginePool<ActorHandle<RolloutEngine>>,
-    pools: ActorHandle<EnvPool>[],
-    e: { taskId: string; sampling: Sampling; slot: number; rollout?: RolloutFunction },
-  ): Promise<Episode> {
-    const { engine, index } = await engines.pick();
-    let engineFailed = false;
-    const watched = {
-      call: (async (method: string, ...args: unknown[]) => {
-        try {
-          const since = engines.servedVersion(index);
-          const result = await (engine.call as (m: string, ...a: unknown[]) => Promise<unknown>)(
-            method,
-            ...args,
-          );
-          const version = (result as { weightVersion?: unknown } | undefined)?.weightVersion;
-          if (typeof version === 'number') engines.noteVersion(index, version, since);
-          return result;
-        } catch (err) {
-          engineFailed = true;
-          throw err;
-        }
-      }) as ActorHandle<RolloutEngine>['call'],
-    } as ActorHandle<RolloutEngine>;
-    try {
-      return await playEpisode({
-        pool: pools[e.slot % pools.length],
-        engine: watched,
-        taskId: e.taskId,
-        sampling: e.sampling,
-        maxTurns: this.spec.rollout.maxTurns,
-        rollout: e.rollout,
-      });
-    } catch (err) {
-      if (engineFailed && isPeerLoss(err)) engines.markDown(index, (err as Error).message);
-      throw err;
-    }
-  }
-
-  private async evaluate(
-    remote: RemoteChatModel,
-    codec: ChatCodec,
-    evalTaskIds: string[],
-    play: (taskId: string, sampling: Sampling, slot: number) => Promise<Episode>,
-  ): Promise<EvalResult | undefined> {
-    const { spec } = this;
-    if (spec.track === 'personal') {
-      if (!spec.user) return undefined;
-      return evaluatePersonal({
-        user: spec.user,
-        maxTokens: spec.rollout.maxTokens,
-        reply: async (messages, maxTokens) => {
-          const r = await remote.generate({
-            promptTokenIds: codec.encodeChat(messages),
-            maxTokens,
-            temperature: 0,
-          });
-          return r.text ?? codec.decode(r.tokenIds);
-        },
-      });
-    }
-    if (evalTaskIds.length === 0) return undefined;
-    return evaluateEnv({
-      taskIds: evalTaskIds,
-      parallel: spec.env!.parallel * Math.max(1, spec.resources.env.replicas),
-      play: async (taskId, i, slot) => {
-        const sampling = { maxTokens: spec.rollout.maxTokens, temperature: 0, topP: 1, seed: i };
-        // An evaluation episode whose engine or env died is played again, like a rollout.
-        for (let attempt = 1; ; attempt++) {
-          try {
-            return await play(taskId, sampling, slot);
-          } catch (err) {
-            if (!isPeerLoss(err) || attempt >= 20) throw err;
-            await new Promise((r) => setTimeout(r, 250));
-          }
-        }
-      },
-    });
   }
 
   private voters(

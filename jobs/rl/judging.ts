@@ -13,7 +13,9 @@
  *   evidence the judge reads (and the OPD hint). OpenClaw-RL's at-least-one rule: the first
  *   scored turn of a session that has no effective sample yet is trained even at score 0.
  * - opd / combine: each turn is judged in OPD mode; a turn with a hint gets the teacher's
- *   logprobs of its own response under the hint-augmented prompt (OpenClaw-RL's teacher).
+ *   logprobs of its own response under the hint-augmented prompt (OpenClaw-RL's teacher), with
+ *   top-K distillation the teacher's top-K too, the hint chosen among the votes' candidates
+ *   (opd-teacher.ts).
  */
 
 import type { JudgePanel } from '../../actors/judge/judge-panel.js';
@@ -21,10 +23,12 @@ import type { JudgeReference } from '../../actors/judge/prompts.js';
 import { contentToText, formatHintForUser } from '../../actors/judge/prompts.js';
 import { applyRule, type RuleName } from '../../actors/judge/rule-verifiers.js';
 import { combineStepRewards } from '../../actors/judge/step-rewards.js';
+import { hintCandidates } from '../../actors/judge/votes.js';
 import type { ChatMessage } from '../../actors/models/chat-template.js';
+import type { TopLogprobRows } from '../../actors/rollout/top-k.js';
 import type { Feedback } from '../../actors/rollout/turn-feedback.js';
 import type { TrajectoryRecord } from '../buffer/types.js';
-import { recordTemperature } from './batches.js';
+import { type DistillOptions, teachTurn } from './opd-teacher.js';
 
 /** What the judge stage adds to a record's `extra`. */
 export interface JudgedExtra {
@@ -32,6 +36,11 @@ export interface JudgedExtra {
   reward: number;
   /** The teacher's logprob of each response token (OPD turns with a hint). */
   teacherLogprobs?: number[];
+  /** train.distillTopK: the teacher's top-K at every response position, flat (opd-teacher.ts). */
+  teacherTopK?: TopLogprobRows;
+  /** hintSelect topk-overlap with several candidates: the chosen one's overlap, and how many there were. */
+  hintOverlap?: number;
+  hintCandidates?: number;
 }
 
 export interface JudgeStageOptions {
@@ -51,6 +60,8 @@ export interface JudgeStageOptions {
    * temperature the response was sampled with, so that teacher − rollout compares like with like.
    */
   teacher(promptTokenIds: number[], responseTokenIds: number[], temperature: number): Promise<number[]>;
+  /** train.distillTopK: the teacher's top-K at every position too, and how hints are chosen. */
+  distill?: DistillOptions;
   /** The policy's chat template, for the hint-augmented prompt. */
   encodeChat(messages: ChatMessage[]): number[];
   /** Personal: the user's explicit feedback on a turn, taken once. */
@@ -201,14 +212,14 @@ export async function judgeEpisode(
     await Promise.all(
       judged.map(async (r) => {
         const correction = (r.extra?.feedback as Feedback | undefined)?.correction;
-        r.hint = correction ?? (await o.panel.judge(judgeInput(r), { mode: 'opd' })).hint ?? null;
-        if (!r.hint) return;
-        const prompt = o.encodeChat(withHint(r.messages as ChatMessage[], r.hint));
-        (r.extra as Record<string, unknown>).teacherLogprobs = await o.teacher(
-          prompt,
-          r.tokenIds,
-          recordTemperature(r),
-        );
+        let hints: string[];
+        if (correction !== undefined) hints = [correction];
+        else {
+          // Every +1 vote's hint is a candidate (top-K select scores them); the judge's own pick first.
+          const verdict = await o.panel.judge(judgeInput(r), { mode: 'opd' });
+          hints = verdict.hint ? [verdict.hint, ...hintCandidates(verdict.votes)] : [];
+        }
+        await teachTurn(r, hints, (hint) => o.encodeChat(withHint(r.messages as ChatMessage[], hint)), o);
       }),
     );
   }

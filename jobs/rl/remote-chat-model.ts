@@ -27,7 +27,11 @@ export class RemoteChatModel implements ChatModel {
     return this.version;
   }
 
-  encodeChat(messages: ChatMessage[], tools?: ToolSchema[], templateKwargs?: Record<string, unknown>): number[] {
+  encodeChat(
+    messages: ChatMessage[],
+    tools?: ToolSchema[],
+    templateKwargs?: Record<string, unknown>,
+  ): number[] {
     return this.codec.encodeChat(messages, tools, templateKwargs);
   }
 

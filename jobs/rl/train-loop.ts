@@ -37,6 +37,8 @@ export interface TrainStepRecord extends BatchStats {
   logprobAbsDiff: number | null;
   /** With train.tis: the step's mean truncated importance weight (absent when nothing trained). */
   tisWeight?: number;
+  /** With top-K distillation: the step's mean top-K reverse KL over its distilled tokens. */
+  distillLoss?: number;
   /** Greedy (temperature 0) turns left out of the batch (counted as no_signal). */
   greedy: number;
 }
@@ -158,6 +160,7 @@ export async function runTrainLoop(o: TrainLoopOptions): Promise<number> {
       staleGroups: stale.length,
       logprobAbsDiff: result?.logprobAbsDiff ?? null,
       ...(result?.tisWeight !== undefined ? { tisWeight: result.tisWeight } : {}),
+      ...(result?.distillLoss !== undefined ? { distillLoss: result.distillLoss } : {}),
       greedy: batch.use.greedy.length,
     });
   }

@@ -44,6 +44,8 @@ export interface GroupStepResult {
   logprobAbsDiff: number;
   /** With train.tis: the mean truncated importance weight over the batch's response tokens. */
   tisWeight?: number;
+  /** With top-K distillation: the mean top-K reverse KL over the batch's distilled tokens. */
+  distillLoss?: number;
 }
 
 /** The shards' metrics as one step: token-weighted means over the ranks that trained samples. */
@@ -58,6 +60,19 @@ function combine(results: StepMetrics[], trained: boolean[]): GroupStepResult {
     loss,
     logprobAbsDiff: mean((r) => r.logprobAbsDiff),
     ...(real[0]?.tisWeight !== undefined ? { tisWeight: mean((r) => r.tisWeight ?? 0) } : {}),
+    ...distillOf(real),
+  };
+}
+
+/** The distilled-token-weighted mean of the shards' top-K KL, when any shard distilled. */
+function distillOf(results: StepMetrics[]): { distillLoss?: number } {
+  const tokens = results.reduce((n, r) => n + (r.distillTokens ?? 0), 0);
+  if (!results.some((r) => r.distillLoss !== undefined)) return {};
+  return {
+    distillLoss:
+      tokens > 0
+        ? results.reduce((s, r) => s + (r.distillLoss ?? 0) * (r.distillTokens ?? 0), 0) / tokens
+        : 0,
   };
 }
 
@@ -90,7 +105,7 @@ export class TrainerGroup {
             'trainStep',
             parts[i].length > 0
               ? parts[i]
-              : [{ ...filler, advantages: 0, oldLogprobs: filler.oldLogprobs ?? [] }],
+              : [{ ...filler, advantages: 0, oldLogprobs: filler.oldLogprobs ?? [], teacherTopK: undefined }],
             { globalTokens, ...options },
           ),
         ),

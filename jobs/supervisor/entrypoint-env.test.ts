@@ -1,5 +1,14 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readlinkSync, rmSync, statSync } from 'node:fs';
+import {
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -61,6 +70,24 @@ describe("what a job's entrypoint finds around it", () => {
     linkClawrayPackage(wd);
     linkClawrayPackage(wd);
     expect(readlinkSync(join(wd, 'node_modules', 'clawray'))).toBe(packageRoot());
+    expect(readdirSync(join(wd, 'node_modules'))).toEqual(['clawray']);
+  });
+
+  it("replaces a link another install left (dangling or elsewhere), never the user's own directory", () => {
+    const wd = join(dir, 'shared');
+    mkdirSync(join(wd, 'node_modules'), { recursive: true });
+    const link = join(wd, 'node_modules', 'clawray');
+    symlinkSync(join(dir, 'a-clone-since-deleted'), link);
+    linkClawrayPackage(wd);
+    expect(readlinkSync(link)).toBe(packageRoot());
+    rmSync(link);
+    symlinkSync(dir, link);
+    linkClawrayPackage(wd);
+    expect(readlinkSync(link)).toBe(packageRoot());
+    rmSync(link);
+    mkdirSync(link);
+    linkClawrayPackage(wd);
+    expect(lstatSync(link).isDirectory()).toBe(true);
     expect(readdirSync(join(wd, 'node_modules'))).toEqual(['clawray']);
   });
 });

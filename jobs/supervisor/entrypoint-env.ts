@@ -6,7 +6,16 @@
  * store's address too when it is Redis: an RL driver keeps its trajectory streams there).
  */
 import { createHash } from 'node:crypto';
-import { chmodSync, existsSync, lstatSync, mkdirSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  realpathSync,
+  renameSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { clawrayHome } from '../../common/home.js';
 import type { DriverStore } from '../../common/job-names.js';
@@ -43,19 +52,33 @@ export function clawrayBinDir(home = clawrayHome()): string {
 /**
  * Makes `import 'clawray'` work for scripts in an unpacked working dir (packages never carry
  * `node_modules/`, and ESM ignores NODE_PATH): `node_modules/clawray` → this install.
+ *
+ * The unpacked dir is shared by every job with the same content, on every install that uses
+ * this clawray home: a link left by another install (a clone since deleted, an older version)
+ * dangles or points elsewhere, so it is replaced unless it already resolves to this install.
+ * A real directory there is never touched.
  */
 export function linkClawrayPackage(workingDir: string): void {
   const link = join(workingDir, 'node_modules', 'clawray');
+  const target = packageRoot();
   try {
-    lstatSync(link);
-    return;
+    if (!lstatSync(link).isSymbolicLink() || sameFile(link, target)) return;
   } catch {
     // Not there yet.
   }
   mkdirSync(join(workingDir, 'node_modules'), { recursive: true });
   const tmp = tmpName(link);
-  symlinkSync(packageRoot(), tmp, 'dir');
+  symlinkSync(target, tmp, 'dir');
+  // A rename replaces a stale link atomically: a job starting meanwhile sees one or the other.
   renameSync(tmp, link);
+}
+
+function sameFile(a: string, b: string): boolean {
+  try {
+    return realpathSync(a) === realpathSync(b);
+  } catch {
+    return false; // dangling
+  }
 }
 
 export interface EntrypointEnvOptions {

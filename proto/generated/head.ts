@@ -5,6 +5,7 @@ import type { ActorInfo as _clawray_v1_ActorInfo, ActorInfo__Output as _clawray_
 import type { ActorOptions as _clawray_v1_ActorOptions, ActorOptions__Output as _clawray_v1_ActorOptions__Output } from './clawray/v1/ActorOptions.js';
 import type { ActorSpec as _clawray_v1_ActorSpec, ActorSpec__Output as _clawray_v1_ActorSpec__Output } from './clawray/v1/ActorSpec.js';
 import type { Bundle as _clawray_v1_Bundle, Bundle__Output as _clawray_v1_Bundle__Output } from './clawray/v1/Bundle.js';
+import type { CloseOwnerSessionReply as _clawray_v1_CloseOwnerSessionReply, CloseOwnerSessionReply__Output as _clawray_v1_CloseOwnerSessionReply__Output } from './clawray/v1/CloseOwnerSessionReply.js';
 import type { ClusterStatus as _clawray_v1_ClusterStatus, ClusterStatus__Output as _clawray_v1_ClusterStatus__Output } from './clawray/v1/ClusterStatus.js';
 import type { CreateActorRequest as _clawray_v1_CreateActorRequest, CreateActorRequest__Output as _clawray_v1_CreateActorRequest__Output } from './clawray/v1/CreateActorRequest.js';
 import type { CreatePlacementGroupRequest as _clawray_v1_CreatePlacementGroupRequest, CreatePlacementGroupRequest__Output as _clawray_v1_CreatePlacementGroupRequest__Output } from './clawray/v1/CreatePlacementGroupRequest.js';
@@ -29,8 +30,11 @@ import type { ListActorsRequest as _clawray_v1_ListActorsRequest, ListActorsRequ
 import type { ListJobsReply as _clawray_v1_ListJobsReply, ListJobsReply__Output as _clawray_v1_ListJobsReply__Output } from './clawray/v1/ListJobsReply.js';
 import type { ListPlacementGroupsReply as _clawray_v1_ListPlacementGroupsReply, ListPlacementGroupsReply__Output as _clawray_v1_ListPlacementGroupsReply__Output } from './clawray/v1/ListPlacementGroupsReply.js';
 import type { NodeStatus as _clawray_v1_NodeStatus, NodeStatus__Output as _clawray_v1_NodeStatus__Output } from './clawray/v1/NodeStatus.js';
+import type { OwnerEvent as _clawray_v1_OwnerEvent, OwnerEvent__Output as _clawray_v1_OwnerEvent__Output } from './clawray/v1/OwnerEvent.js';
+import type { OwnerSessionRequest as _clawray_v1_OwnerSessionRequest, OwnerSessionRequest__Output as _clawray_v1_OwnerSessionRequest__Output } from './clawray/v1/OwnerSessionRequest.js';
 import type { PackageChunk as _clawray_v1_PackageChunk, PackageChunk__Output as _clawray_v1_PackageChunk__Output } from './clawray/v1/PackageChunk.js';
 import type { PackageRef as _clawray_v1_PackageRef, PackageRef__Output as _clawray_v1_PackageRef__Output } from './clawray/v1/PackageRef.js';
+import type { PendingDemand as _clawray_v1_PendingDemand, PendingDemand__Output as _clawray_v1_PendingDemand__Output } from './clawray/v1/PendingDemand.js';
 import type { PlacementGroupAsk as _clawray_v1_PlacementGroupAsk, PlacementGroupAsk__Output as _clawray_v1_PlacementGroupAsk__Output } from './clawray/v1/PlacementGroupAsk.js';
 import type { PlacementGroupInfo as _clawray_v1_PlacementGroupInfo, PlacementGroupInfo__Output as _clawray_v1_PlacementGroupInfo__Output } from './clawray/v1/PlacementGroupInfo.js';
 import type { PlacementPlan as _clawray_v1_PlacementPlan, PlacementPlan__Output as _clawray_v1_PlacementPlan__Output } from './clawray/v1/PlacementPlan.js';
@@ -58,6 +62,7 @@ export interface ProtoGrpcType {
       ActorSpec: MessageTypeDefinition<_clawray_v1_ActorSpec, _clawray_v1_ActorSpec__Output>
       ActorState: EnumTypeDefinition
       Bundle: MessageTypeDefinition<_clawray_v1_Bundle, _clawray_v1_Bundle__Output>
+      CloseOwnerSessionReply: MessageTypeDefinition<_clawray_v1_CloseOwnerSessionReply, _clawray_v1_CloseOwnerSessionReply__Output>
       ClusterStatus: MessageTypeDefinition<_clawray_v1_ClusterStatus, _clawray_v1_ClusterStatus__Output>
       CreateActorRequest: MessageTypeDefinition<_clawray_v1_CreateActorRequest, _clawray_v1_CreateActorRequest__Output>
       CreatePlacementGroupRequest: MessageTypeDefinition<_clawray_v1_CreatePlacementGroupRequest, _clawray_v1_CreatePlacementGroupRequest__Output>
@@ -82,8 +87,11 @@ export interface ProtoGrpcType {
       ListJobsReply: MessageTypeDefinition<_clawray_v1_ListJobsReply, _clawray_v1_ListJobsReply__Output>
       ListPlacementGroupsReply: MessageTypeDefinition<_clawray_v1_ListPlacementGroupsReply, _clawray_v1_ListPlacementGroupsReply__Output>
       NodeStatus: MessageTypeDefinition<_clawray_v1_NodeStatus, _clawray_v1_NodeStatus__Output>
+      OwnerEvent: MessageTypeDefinition<_clawray_v1_OwnerEvent, _clawray_v1_OwnerEvent__Output>
+      OwnerSessionRequest: MessageTypeDefinition<_clawray_v1_OwnerSessionRequest, _clawray_v1_OwnerSessionRequest__Output>
       PackageChunk: MessageTypeDefinition<_clawray_v1_PackageChunk, _clawray_v1_PackageChunk__Output>
       PackageRef: MessageTypeDefinition<_clawray_v1_PackageRef, _clawray_v1_PackageRef__Output>
+      PendingDemand: MessageTypeDefinition<_clawray_v1_PendingDemand, _clawray_v1_PendingDemand__Output>
       PlacementGroupAsk: MessageTypeDefinition<_clawray_v1_PlacementGroupAsk, _clawray_v1_PlacementGroupAsk__Output>
       PlacementGroupInfo: MessageTypeDefinition<_clawray_v1_PlacementGroupInfo, _clawray_v1_PlacementGroupInfo__Output>
       PlacementPlan: MessageTypeDefinition<_clawray_v1_PlacementPlan, _clawray_v1_PlacementPlan__Output>

@@ -10,6 +10,7 @@ import {
   readdirSync,
   readFileSync,
   rmSync,
+  statSync,
   writeFileSync,
 } from 'node:fs';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
@@ -403,54 +404,68 @@ describe.skipIf(!hasBwrap)('runSandboxed', () => {
 });
 
 describe.skipIf(!hasBwrap)('clawray sandbox exec', () => {
+  const exec = (args: string[], cwd?: string) =>
+    spawnSync(process.execPath, [distEntry('cli/main'), 'sandbox', 'exec', ...args], {
+      encoding: 'utf8',
+      cwd,
+    });
+
   it('runs a command with the workspace and exits with its code', () => {
     const workspace = mkdtempSync(join(tmpdir(), 'clawray-sbx-cli-'));
     try {
-      const ok = spawnSync(
-        process.execPath,
-        [
-          distEntry('cli/main'),
-          'sandbox',
-          'exec',
-          '--workspace',
-          workspace,
-          '--',
-          'sh',
-          '-c',
-          'echo hi > f; cat f',
-        ],
-        { encoding: 'utf8' },
-      );
+      // As root a directory of the user's is writable by the sandbox user only when asked.
+      const ok = exec([
+        '--workspace',
+        workspace,
+        '--chown-workspace',
+        '--',
+        'sh',
+        '-c',
+        'echo hi > f; cat f',
+      ]);
       expect(ok.stderr).toBe('');
       expect(ok.stdout).toBe('hi\n');
       expect(ok.status).toBe(0);
       expect(readFileSync(join(workspace, 'f'), 'utf8')).toBe('hi\n');
-      const failing = spawnSync(
-        process.execPath,
-        [distEntry('cli/main'), 'sandbox', 'exec', '--workspace', workspace, '--', 'sh', '-c', 'exit 7'],
-        { encoding: 'utf8' },
-      );
-      expect(failing.status).toBe(7);
-      const slow = spawnSync(
-        process.execPath,
-        [
-          distEntry('cli/main'),
-          'sandbox',
-          'exec',
-          '--workspace',
-          workspace,
-          '--timeout-ms',
-          '500',
-          '--',
-          'sleep',
-          '100',
-        ],
-        { encoding: 'utf8' },
-      );
+      expect(exec(['--workspace', workspace, '--', 'sh', '-c', 'exit 7']).status).toBe(7);
+      const slow = exec(['--workspace', workspace, '--timeout-ms', '500', '--', 'sleep', '100']);
       expect(slow.status).toBe(124);
       expect(slow.stderr).toContain('timed out');
     } finally {
       rmSync(workspace, { recursive: true, force: true });
+    }
+  });
+
+  it("runs in a fresh workspace of its own by default, and never chowns the user's directories", () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'clawray-sbx-cwd-'));
+    try {
+      writeFileSync(join(cwd, 'mine'), 'x');
+      const before = [statSync(cwd), statSync(join(cwd, 'mine'))].map((s) => [s.uid, s.gid, s.mode]);
+      // The fresh workspace is writable by the sandbox user and empty: not the current directory.
+      const fresh = exec(['--', 'sh', '-c', 'ls -A; echo ok > f; cat f; pwd'], cwd);
+      expect(fresh.stderr).toBe('');
+      expect(fresh.stdout).toBe('ok\n/workspace\n');
+      expect(fresh.status).toBe(0);
+      // Named with --workspace, the directory keeps its owner and modes (the command may fail
+      // to write it as uid 65534: that is the point).
+      exec(['--workspace', cwd, '--', 'true'], cwd);
+      const after = [statSync(cwd), statSync(join(cwd, 'mine'))].map((s) => [s.uid, s.gid, s.mode]);
+      expect(after).toEqual(before);
+      expect(readdirSync(cwd)).toEqual(['mine']);
+    } finally {
+      rmSync(cwd, { recursive: true, force: true });
+    }
+  });
+
+  it('keeps the fresh workspace with --keep-workspace and says where', () => {
+    const kept = exec(['--keep-workspace', '--', 'sh', '-c', 'echo data > out']);
+    expect(kept.status).toBe(0);
+    const path = /kept at (\S+)/.exec(kept.stderr)?.[1];
+    expect(path).toBeDefined();
+    try {
+      expect(readFileSync(join(path!, 'out'), 'utf8')).toBe('data\n');
+    } finally {
+      rmSync(path!, { recursive: true, force: true });
     }
   });
 });

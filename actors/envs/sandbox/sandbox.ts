@@ -69,10 +69,12 @@ export interface SandboxOptions {
   uid?: number;
   gid?: number;
   /**
-   * When the caller is root: chown the workspace (recursively, never following links) to the
-   * sandbox uid so the command can write it (default true). When false it is only made 0777.
+   * When the caller is root, how the sandbox uid gets to write the workspace: 'chown' (the
+   * default; recursively, never following links) for a workspace made for the sandbox,
+   * 'chmod' (its top directory made 0777), or 'keep' (left exactly as it is, for a directory
+   * of the user's: the sandbox user then writes only where its modes let it).
    */
-  chownWorkspace?: boolean;
+  workspaceAccess?: 'chown' | 'chmod' | 'keep';
   /** The bwrap binary (default: `bwrap` on PATH). */
   bwrapPath?: string;
   /** Called with each chunk of output as it is kept (within maxOutputBytes), for streaming. */
@@ -249,8 +251,9 @@ export async function runSandboxed(options: SandboxOptions): Promise<SandboxResu
   if (asRoot) {
     requireTool('/usr/bin/setpriv', 'util-linux');
     if (uid === 0) throw new ConfigError('sandbox: refusing to run the command as root (uid 0)');
-    if (options.chownWorkspace ?? true) await chownTree(workspace, uid, gid);
-    else await chmod(workspace, 0o777);
+    const access = options.workspaceAccess ?? 'chown';
+    if (access === 'chown') await chownTree(workspace, uid, gid);
+    else if (access === 'chmod') await chmod(workspace, 0o777);
   }
   const limits: string[] = [];
   if (cpuSeconds !== undefined) limits.push(`--cpu=${cpuSeconds}:${cpuSeconds + 1}`);

@@ -16,6 +16,7 @@ export interface ActorOptions {
   'bundleIndex'?: (number);
   'env'?: ({[key: string]: string});
   'scheduleTimeoutMs'?: (number | string);
+  'detached'?: (boolean);
 }
 
 export interface ActorOptions__Output {
@@ -32,4 +33,5 @@ export interface ActorOptions__Output {
   'bundleIndex': (number);
   'env': ({[key: string]: string});
   'scheduleTimeoutMs': (number);
+  'detached': (boolean);
 }

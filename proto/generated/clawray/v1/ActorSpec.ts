@@ -9,6 +9,9 @@ export interface ActorSpec {
   'args'?: (Buffer | Uint8Array | string);
   'options'?: (_clawray_v1_ActorOptions | null);
   'jobId'?: (string);
+  'ownerId'?: (string);
+  'ownerActorId'?: (string);
+  'ownerIncarnation'?: (number);
 }
 
 export interface ActorSpec__Output {
@@ -18,4 +21,7 @@ export interface ActorSpec__Output {
   'args': (Buffer);
   'options': (_clawray_v1_ActorOptions__Output | null);
   'jobId': (string);
+  'ownerId': (string);
+  'ownerActorId': (string);
+  'ownerIncarnation': (number);
 }

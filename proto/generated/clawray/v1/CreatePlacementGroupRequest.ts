@@ -10,6 +10,10 @@ export interface CreatePlacementGroupRequest {
   'bundles'?: (_clawray_v1_Resources)[];
   'timeoutMs'?: (number | string);
   'jobId'?: (string);
+  'ownerId'?: (string);
+  'ownerActorId'?: (string);
+  'ownerIncarnation'?: (number);
+  'detached'?: (boolean);
 }
 
 export interface CreatePlacementGroupRequest__Output {
@@ -20,4 +24,8 @@ export interface CreatePlacementGroupRequest__Output {
   'bundles': (_clawray_v1_Resources__Output)[];
   'timeoutMs': (number);
   'jobId': (string);
+  'ownerId': (string);
+  'ownerActorId': (string);
+  'ownerIncarnation': (number);
+  'detached': (boolean);
 }

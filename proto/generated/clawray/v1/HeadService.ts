@@ -3,6 +3,7 @@
 import type * as grpc from '@grpc/grpc-js'
 import type { MethodDefinition } from '@grpc/proto-loader'
 import type { ActorInfo as _clawray_v1_ActorInfo, ActorInfo__Output as _clawray_v1_ActorInfo__Output } from '../../clawray/v1/ActorInfo.js';
+import type { CloseOwnerSessionReply as _clawray_v1_CloseOwnerSessionReply, CloseOwnerSessionReply__Output as _clawray_v1_CloseOwnerSessionReply__Output } from '../../clawray/v1/CloseOwnerSessionReply.js';
 import type { ClusterStatus as _clawray_v1_ClusterStatus, ClusterStatus__Output as _clawray_v1_ClusterStatus__Output } from '../../clawray/v1/ClusterStatus.js';
 import type { CreateActorRequest as _clawray_v1_CreateActorRequest, CreateActorRequest__Output as _clawray_v1_CreateActorRequest__Output } from '../../clawray/v1/CreateActorRequest.js';
 import type { CreatePlacementGroupRequest as _clawray_v1_CreatePlacementGroupRequest, CreatePlacementGroupRequest__Output as _clawray_v1_CreatePlacementGroupRequest__Output } from '../../clawray/v1/CreatePlacementGroupRequest.js';
@@ -22,6 +23,8 @@ import type { ListActorsReply as _clawray_v1_ListActorsReply, ListActorsReply__O
 import type { ListActorsRequest as _clawray_v1_ListActorsRequest, ListActorsRequest__Output as _clawray_v1_ListActorsRequest__Output } from '../../clawray/v1/ListActorsRequest.js';
 import type { ListJobsReply as _clawray_v1_ListJobsReply, ListJobsReply__Output as _clawray_v1_ListJobsReply__Output } from '../../clawray/v1/ListJobsReply.js';
 import type { ListPlacementGroupsReply as _clawray_v1_ListPlacementGroupsReply, ListPlacementGroupsReply__Output as _clawray_v1_ListPlacementGroupsReply__Output } from '../../clawray/v1/ListPlacementGroupsReply.js';
+import type { OwnerEvent as _clawray_v1_OwnerEvent, OwnerEvent__Output as _clawray_v1_OwnerEvent__Output } from '../../clawray/v1/OwnerEvent.js';
+import type { OwnerSessionRequest as _clawray_v1_OwnerSessionRequest, OwnerSessionRequest__Output as _clawray_v1_OwnerSessionRequest__Output } from '../../clawray/v1/OwnerSessionRequest.js';
 import type { PackageChunk as _clawray_v1_PackageChunk, PackageChunk__Output as _clawray_v1_PackageChunk__Output } from '../../clawray/v1/PackageChunk.js';
 import type { PackageRef as _clawray_v1_PackageRef, PackageRef__Output as _clawray_v1_PackageRef__Output } from '../../clawray/v1/PackageRef.js';
 import type { PlacementGroupInfo as _clawray_v1_PlacementGroupInfo, PlacementGroupInfo__Output as _clawray_v1_PlacementGroupInfo__Output } from '../../clawray/v1/PlacementGroupInfo.js';
@@ -36,6 +39,15 @@ import type { SubmitJobRequest as _clawray_v1_SubmitJobRequest, SubmitJobRequest
 import type { UpdateJobRequest as _clawray_v1_UpdateJobRequest, UpdateJobRequest__Output as _clawray_v1_UpdateJobRequest__Output } from '../../clawray/v1/UpdateJobRequest.js';
 
 export interface HeadServiceClient extends grpc.Client {
+  CloseOwnerSession(argument: _clawray_v1_OwnerSessionRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_CloseOwnerSessionReply__Output>): grpc.ClientUnaryCall;
+  CloseOwnerSession(argument: _clawray_v1_OwnerSessionRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_clawray_v1_CloseOwnerSessionReply__Output>): grpc.ClientUnaryCall;
+  CloseOwnerSession(argument: _clawray_v1_OwnerSessionRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_CloseOwnerSessionReply__Output>): grpc.ClientUnaryCall;
+  CloseOwnerSession(argument: _clawray_v1_OwnerSessionRequest, callback: grpc.requestCallback<_clawray_v1_CloseOwnerSessionReply__Output>): grpc.ClientUnaryCall;
+  closeOwnerSession(argument: _clawray_v1_OwnerSessionRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_CloseOwnerSessionReply__Output>): grpc.ClientUnaryCall;
+  closeOwnerSession(argument: _clawray_v1_OwnerSessionRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_clawray_v1_CloseOwnerSessionReply__Output>): grpc.ClientUnaryCall;
+  closeOwnerSession(argument: _clawray_v1_OwnerSessionRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_CloseOwnerSessionReply__Output>): grpc.ClientUnaryCall;
+  closeOwnerSession(argument: _clawray_v1_OwnerSessionRequest, callback: grpc.requestCallback<_clawray_v1_CloseOwnerSessionReply__Output>): grpc.ClientUnaryCall;
+  
   CreateActor(argument: _clawray_v1_CreateActorRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_ActorInfo__Output>): grpc.ClientUnaryCall;
   CreateActor(argument: _clawray_v1_CreateActorRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_clawray_v1_ActorInfo__Output>): grpc.ClientUnaryCall;
   CreateActor(argument: _clawray_v1_CreateActorRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_ActorInfo__Output>): grpc.ClientUnaryCall;
@@ -176,6 +188,11 @@ export interface HeadServiceClient extends grpc.Client {
   listPlacementGroups(argument: _clawray_v1_Empty, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_ListPlacementGroupsReply__Output>): grpc.ClientUnaryCall;
   listPlacementGroups(argument: _clawray_v1_Empty, callback: grpc.requestCallback<_clawray_v1_ListPlacementGroupsReply__Output>): grpc.ClientUnaryCall;
   
+  OpenOwnerSession(argument: _clawray_v1_OwnerSessionRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_clawray_v1_OwnerEvent__Output>;
+  OpenOwnerSession(argument: _clawray_v1_OwnerSessionRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_clawray_v1_OwnerEvent__Output>;
+  openOwnerSession(argument: _clawray_v1_OwnerSessionRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_clawray_v1_OwnerEvent__Output>;
+  openOwnerSession(argument: _clawray_v1_OwnerSessionRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_clawray_v1_OwnerEvent__Output>;
+  
   PlanPlacementGroups(argument: _clawray_v1_PlanPlacementGroupsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_PlanPlacementGroupsReply__Output>): grpc.ClientUnaryCall;
   PlanPlacementGroups(argument: _clawray_v1_PlanPlacementGroupsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_clawray_v1_PlanPlacementGroupsReply__Output>): grpc.ClientUnaryCall;
   PlanPlacementGroups(argument: _clawray_v1_PlanPlacementGroupsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_PlanPlacementGroupsReply__Output>): grpc.ClientUnaryCall;
@@ -260,6 +277,8 @@ export interface HeadServiceClient extends grpc.Client {
 }
 
 export interface HeadServiceHandlers extends grpc.UntypedServiceImplementation {
+  CloseOwnerSession: grpc.handleUnaryCall<_clawray_v1_OwnerSessionRequest__Output, _clawray_v1_CloseOwnerSessionReply>;
+  
   CreateActor: grpc.handleUnaryCall<_clawray_v1_CreateActorRequest__Output, _clawray_v1_ActorInfo>;
   
   CreatePlacementGroup: grpc.handleUnaryCall<_clawray_v1_CreatePlacementGroupRequest__Output, _clawray_v1_PlacementGroupInfo>;
@@ -292,6 +311,8 @@ export interface HeadServiceHandlers extends grpc.UntypedServiceImplementation {
   
   ListPlacementGroups: grpc.handleUnaryCall<_clawray_v1_Empty__Output, _clawray_v1_ListPlacementGroupsReply>;
   
+  OpenOwnerSession: grpc.handleServerStreamingCall<_clawray_v1_OwnerSessionRequest__Output, _clawray_v1_OwnerEvent>;
+  
   PlanPlacementGroups: grpc.handleUnaryCall<_clawray_v1_PlanPlacementGroupsRequest__Output, _clawray_v1_PlanPlacementGroupsReply>;
   
   RegisterNode: grpc.handleUnaryCall<_clawray_v1_RegisterNodeRequest__Output, _clawray_v1_RegisterNodeReply>;
@@ -313,6 +334,7 @@ export interface HeadServiceHandlers extends grpc.UntypedServiceImplementation {
 }
 
 export interface HeadServiceDefinition extends grpc.ServiceDefinition {
+  CloseOwnerSession: MethodDefinition<_clawray_v1_OwnerSessionRequest, _clawray_v1_CloseOwnerSessionReply, _clawray_v1_OwnerSessionRequest__Output, _clawray_v1_CloseOwnerSessionReply__Output>
   CreateActor: MethodDefinition<_clawray_v1_CreateActorRequest, _clawray_v1_ActorInfo, _clawray_v1_CreateActorRequest__Output, _clawray_v1_ActorInfo__Output>
   CreatePlacementGroup: MethodDefinition<_clawray_v1_CreatePlacementGroupRequest, _clawray_v1_PlacementGroupInfo, _clawray_v1_CreatePlacementGroupRequest__Output, _clawray_v1_PlacementGroupInfo__Output>
   DeleteJob: MethodDefinition<_clawray_v1_JobRef, _clawray_v1_Empty, _clawray_v1_JobRef__Output, _clawray_v1_Empty__Output>
@@ -329,6 +351,7 @@ export interface HeadServiceDefinition extends grpc.ServiceDefinition {
   ListActors: MethodDefinition<_clawray_v1_ListActorsRequest, _clawray_v1_ListActorsReply, _clawray_v1_ListActorsRequest__Output, _clawray_v1_ListActorsReply__Output>
   ListJobs: MethodDefinition<_clawray_v1_Empty, _clawray_v1_ListJobsReply, _clawray_v1_Empty__Output, _clawray_v1_ListJobsReply__Output>
   ListPlacementGroups: MethodDefinition<_clawray_v1_Empty, _clawray_v1_ListPlacementGroupsReply, _clawray_v1_Empty__Output, _clawray_v1_ListPlacementGroupsReply__Output>
+  OpenOwnerSession: MethodDefinition<_clawray_v1_OwnerSessionRequest, _clawray_v1_OwnerEvent, _clawray_v1_OwnerSessionRequest__Output, _clawray_v1_OwnerEvent__Output>
   PlanPlacementGroups: MethodDefinition<_clawray_v1_PlanPlacementGroupsRequest, _clawray_v1_PlanPlacementGroupsReply, _clawray_v1_PlanPlacementGroupsRequest__Output, _clawray_v1_PlanPlacementGroupsReply__Output>
   RegisterNode: MethodDefinition<_clawray_v1_RegisterNodeRequest, _clawray_v1_RegisterNodeReply, _clawray_v1_RegisterNodeRequest__Output, _clawray_v1_RegisterNodeReply__Output>
   RemovePlacementGroup: MethodDefinition<_clawray_v1_RemovePlacementGroupRequest, _clawray_v1_Empty, _clawray_v1_RemovePlacementGroupRequest__Output, _clawray_v1_Empty__Output>

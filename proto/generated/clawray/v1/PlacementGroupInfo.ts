@@ -11,6 +11,9 @@ export interface PlacementGroupInfo {
   'state'?: (string);
   'createdAtMs'?: (number | string);
   'jobId'?: (string);
+  'detached'?: (boolean);
+  'ownerId'?: (string);
+  'ownerActorId'?: (string);
 }
 
 export interface PlacementGroupInfo__Output {
@@ -22,4 +25,7 @@ export interface PlacementGroupInfo__Output {
   'state': (string);
   'createdAtMs': (number);
   'jobId': (string);
+  'detached': (boolean);
+  'ownerId': (string);
+  'ownerActorId': (string);
 }

@@ -1,0 +1,113 @@
+/**
+ * Errors in OpenAI's shape (`{error: {message, type, param, code}}` with an HTTP status), and how
+ * the OpenAI-compatible routes turn what they meet (a zod failure, an engine refusal behind an
+ * actor call, Fastify's own 4xx) into one.
+ */
+import { z } from 'zod';
+import { ConfigError, errorOfClass, NotFoundError } from '../../common/errors.js';
+import { ContextLengthError, EngineBusyError } from './rollout-engine.js';
+import { TurnAlreadyJudgedError } from './turn-feedback.js';
+
+/** An error with its HTTP status and OpenAI's `{error: {message, type, param, code}}` body. */
+export class OpenAiHttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly type: string,
+    readonly param: string | null = null,
+    readonly code: string | null = null,
+  ) {
+    super(message);
+    this.name = 'OpenAiHttpError';
+  }
+
+  body(): { error: { message: string; type: string; param: string | null; code: string | null } } {
+    return { error: { message: this.message, type: this.type, param: this.param, code: this.code } };
+  }
+}
+
+export function invalid(
+  message: string,
+  param: string | null = null,
+  code: string | null = null,
+): OpenAiHttpError {
+  return new OpenAiHttpError(400, message, 'invalid_request_error', param, code);
+}
+
+/** `['messages', 0, 'content']` → `messages[0].content`. */
+function paramPath(path: readonly PropertyKey[]): string | null {
+  let out = '';
+  for (const key of path) {
+    if (typeof key === 'number') out += `[${key}]`;
+    else out += out ? `.${String(key)}` : String(key);
+  }
+  return out || null;
+}
+
+export function fromZod(error: z.ZodError): OpenAiHttpError {
+  const issues = error.issues;
+  const first = issues[0];
+  if (first?.code === 'unrecognized_keys' && first.path.length === 0) {
+    const key = first.keys[0];
+    return invalid(`Unrecognized request argument supplied: ${key} (this server does not implement it)`, key);
+  }
+  const param = first ? paramPath(first.path) : null;
+  const describe = (issue: z.core.$ZodIssue) => {
+    const p = paramPath(issue.path);
+    return p ? `'${p}': ${issue.message}` : issue.message;
+  };
+  const message =
+    issues.length === 0
+      ? 'invalid request'
+      : `Invalid request: ${issues.slice(0, 5).map(describe).join('; ')}${issues.length > 5 ? ` (and ${issues.length - 5} more)` : ''}`;
+  return invalid(
+    param === null && first?.path.length === 0 ? `${message} (send a JSON object)` : message,
+    param,
+  );
+}
+
+export function toOpenAiError(err: unknown, bodyLimit: number): OpenAiHttpError {
+  if (err instanceof OpenAiHttpError) return err;
+  if (err instanceof z.ZodError) return fromZod(err);
+  // An engine behind an actor call throws inside an ActorError: look through it.
+  const judged = errorOfClass(err, TurnAlreadyJudgedError);
+  if (judged)
+    return new OpenAiHttpError(409, judged.message, 'invalid_request_error', 'interaction_id', 'conflict');
+  const missing = errorOfClass(err, NotFoundError);
+  if (missing) {
+    const param = typeof missing.fields.param === 'string' ? missing.fields.param : null;
+    return new OpenAiHttpError(404, missing.message, 'invalid_request_error', param, 'not_found');
+  }
+  const busy = errorOfClass(err, EngineBusyError);
+  if (busy) {
+    return new OpenAiHttpError(429, busy.message, 'requests', null, 'rate_limit_exceeded');
+  }
+  const refused = errorOfClass(err, ConfigError);
+  if (refused) {
+    const param = typeof refused.fields.param === 'string' ? refused.fields.param : null;
+    const code =
+      refused instanceof ContextLengthError || /context/.test(refused.message)
+        ? 'context_length_exceeded'
+        : null;
+    return invalid(refused.message, param, code);
+  }
+  const status = (err as { statusCode?: unknown }).statusCode;
+  if (status === 413) {
+    return new OpenAiHttpError(
+      413,
+      `Request body is larger than this server's limit of ${bodyLimit} bytes: far more than the model's context holds`,
+      'invalid_request_error',
+      'messages',
+      'request_too_large',
+    );
+  }
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    // Fastify's own: bad JSON, unsupported content type, body too large, …
+    return new OpenAiHttpError(status, (err as Error).message, 'invalid_request_error');
+  }
+  return new OpenAiHttpError(
+    500,
+    'The server had an error while processing your request; see the rollout server log',
+    'server_error',
+  );
+}

@@ -1,0 +1,131 @@
+/**
+ * The teacher's half of an OPD turn (opd / combine): given the turn's hint candidates, the
+ * teacher scores the turn's own response under the hint-augmented prompt, at the temperature
+ * the response was sampled with, and the record keeps what the trainer needs:
+ *
+ * - `extra.teacherLogprobs`: the teacher's logprob of each response token (token-level OPD:
+ *   advantage teacher − rollout).
+ * - with `train.distillTopK: K` (OpenClaw-RL's top-K OPD, `top_logprobs_num=K`) also
+ *   `extra.teacherTopK = { k, ids, logprobs }`: the teacher's K most likely tokens at every
+ *   response position, flat and row-major (K·L numbers each; no nested arrays, so a record
+ *   stays one compact msgpack map).
+ *
+ * Which hint: the longest (OpenClaw-RL), or with `train.hintSelect: topk-overlap` (OpenClaw-RL
+ * PR #109, overlap-guided hint selection) the candidate under which the teacher's top-K sets
+ * overlap most with the student's own: see `topKOverlap`. A user's correction is the only
+ * candidate of its turn.
+ */
+import type { ScoredTokens, TopLogprobRows } from '../../actors/rollout/top-k.js';
+import type { TrajectoryRecord } from '../buffer/types.js';
+import { recordTemperature } from './batches.js';
+
+/** How a turn's hint is chosen among its candidates. */
+export type HintSelect = 'longest' | 'topk-overlap';
+
+/** Scores `response` after `prompt` at `temperature`, with the top `k` tokens at every position. */
+export type TopKScorer = (
+  promptTokenIds: number[],
+  responseTokenIds: number[],
+  temperature: number,
+  k: number,
+) => Promise<ScoredTokens>;
+
+/** Top-K distillation (`train.distillTopK`) and top-K select (`train.hintSelect`). */
+export interface DistillOptions {
+  /** K: tokens per position the teacher returns. */
+  k: number;
+  hintSelect: HintSelect;
+  /** The teacher engines (frozen or tracking) under the hint-augmented prompt. */
+  teacherTopK: TopKScorer;
+  /**
+   * The student (the rollout engines, which serve the policy being trained) under the turn's
+   * own prompt: topk-overlap's reference. Without it topk-overlap keeps the longest hint.
+   */
+  studentTopK?: TopKScorer;
+}
+
+export interface TeachOptions {
+  /** Token-level OPD's teacher: the logprob of each response token (without `distill`). */
+  teacher(promptTokenIds: number[], responseTokenIds: number[], temperature: number): Promise<number[]>;
+  distill?: DistillOptions;
+}
+
+/**
+ * The top-K overlap of a teacher's rows with the student's over one response:
+ *
+ *   overlap = (1/L) · Σ_{p=1..L} |T_p ∩ S_p| / K
+ *
+ * where T_p is the set of the teacher's K most likely tokens at response position p (under the
+ * hint-augmented prompt), S_p the student's K most likely tokens at p (under the turn's own
+ * prompt), both at the sample's temperature, and L the response length. 1: at every position
+ * the teacher ranks the same K tokens on top as the student (the hint moves mass only among
+ * tokens the student already considers); 0: disjoint everywhere (the hint asks for tokens the
+ * student would not sample, a target its on-policy samples cannot reach). 0 for an empty response.
+ */
+export function topKOverlap(teacher: TopLogprobRows, student: TopLogprobRows): number {
+  const k = teacher.k;
+  if (student.k !== k || student.ids.length !== teacher.ids.length) {
+    throw new RangeError(
+      `topKOverlap: the teacher has ${teacher.ids.length / k} rows of ${k}, the student ${student.ids.length / student.k} rows of ${student.k}`,
+    );
+  }
+  const positions = teacher.ids.length / k;
+  if (positions === 0) return 0;
+  let shared = 0;
+  for (let p = 0; p < positions; p++) {
+    const mine = new Set(student.ids.slice(p * k, (p + 1) * k));
+    for (let j = p * k; j < (p + 1) * k; j++) if (mine.has(teacher.ids[j])) shared++;
+  }
+  return shared / (positions * k);
+}
+
+/**
+ * Picks the turn's hint among `hints` (the judge's own pick first: its longest +1 hint) and
+ * stores the teacher's scores under it on the record (`hint`, `extra.teacherLogprobs`, with
+ * top-K `extra.teacherTopK`; topk-overlap with several candidates also `extra.hintOverlap` and
+ * `extra.hintCandidates`). `longest` keeps the first hint; topk-overlap the one with the highest
+ * overlap, ties to the longest, then the earlier. No usable hint: `hint` null, no teacher call.
+ */
+export async function teachTurn(
+  r: TrajectoryRecord,
+  hints: readonly string[],
+  promptFor: (hint: string) => number[],
+  o: TeachOptions,
+): Promise<void> {
+  const candidates = [...new Set(hints.filter((h) => h.length > 0))];
+  r.extra ??= {};
+  const extra = r.extra;
+  if (candidates.length === 0) {
+    r.hint = null;
+    return;
+  }
+  const temperature = recordTemperature(r);
+  const d = o.distill;
+  if (!d) {
+    r.hint = candidates[0];
+    extra.teacherLogprobs = await o.teacher(promptFor(r.hint), r.tokenIds, temperature);
+    return;
+  }
+  let chosen = 0;
+  let scored: ScoredTokens;
+  if (d.hintSelect === 'topk-overlap' && d.studentTopK && candidates.length > 1) {
+    const [student, ...teachers] = await Promise.all([
+      d.studentTopK(r.promptTokenIds, r.tokenIds, temperature, d.k),
+      ...candidates.map((h) => d.teacherTopK(promptFor(h), r.tokenIds, temperature, d.k)),
+    ]);
+    const overlaps = teachers.map((t) => topKOverlap(t.top, student.top));
+    for (let i = 1; i < overlaps.length; i++) {
+      const better = overlaps[i] > overlaps[chosen];
+      const tieLonger = overlaps[i] === overlaps[chosen] && candidates[i].length > candidates[chosen].length;
+      if (better || tieLonger) chosen = i;
+    }
+    scored = teachers[chosen];
+    extra.hintOverlap = overlaps[chosen];
+    extra.hintCandidates = candidates.length;
+  } else {
+    scored = await d.teacherTopK(promptFor(candidates[0]), r.tokenIds, temperature, d.k);
+  }
+  r.hint = candidates[chosen];
+  extra.teacherLogprobs = scored.logprobs;
+  extra.teacherTopK = scored.top;
+}
