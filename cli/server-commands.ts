@@ -39,8 +39,26 @@ export function registerServerCommands(program: Command): void {
       int('--heartbeat-interval-ms'),
       500,
     )
+    .option(
+      '--max-dead-actors <n>',
+      "dead actors' records kept (oldest dropped first; default CLAWRAY_MAX_DEAD_ACTORS, else 100000, Ray's)",
+      int('--max-dead-actors'),
+    )
+    .option(
+      '--max-finished-jobs <n>',
+      "finished jobs' records and logs kept (default CLAWRAY_MAX_FINISHED_JOBS, else 1000)",
+      int('--max-finished-jobs'),
+    )
+    .option(
+      '--owner-grace-ms <ms>',
+      "how long a driver whose connection broke may reconnect before its actors are killed (default CLAWRAY_OWNER_GRACE_MS, else 30000, Ray Client's)",
+      int('--owner-grace-ms'),
+    )
     .action(async (o) => {
       const head = await HeadServer.start({
+        ...(o.maxDeadActors !== undefined ? { maxDeadActors: o.maxDeadActors } : {}),
+        ...(o.maxFinishedJobs !== undefined ? { maxFinishedJobs: o.maxFinishedJobs } : {}),
+        ...(o.ownerGraceMs !== undefined ? { ownerGraceMs: o.ownerGraceMs } : {}),
         host: o.host,
         port: o.port,
         store: o.store,

@@ -18,6 +18,7 @@ import {
   makeOpenClawHome,
   type OpenClawGateway,
   type OpenClawHome,
+  offlineAttempts,
   runOpenClawAgent,
   startOpenClawGateway,
 } from './helpers/openclaw.js';
@@ -140,6 +141,7 @@ describe.skipIf(!installed.ok)(
       expect(capture.defaultedTurnType).toBe(0);
 
       await gateway.stop();
+      log(`refused non-loopback attempts of OpenClaw: ${JSON.stringify(offlineAttempts(home.home))}`);
       const summary = (await job.stop()) as {
         status: string;
         steps: number;
@@ -153,8 +155,7 @@ describe.skipIf(!installed.ok)(
       // Only the user's turns became trajectories.
       expect(summary.trajectories.produced).toBe(SESSIONS.length * TURNS_PER_SESSION);
 
-      // Per session: each session's three turns, none of another's. Needs the job to serve
-      // `capture.perSession` in GET /rl/stats (proposed; the totals above are served today).
+      // Per session: each session's three turns, none of another's.
       for (const sessionId of SESSIONS) {
         expect(
           capture.perSession?.[sessionId],

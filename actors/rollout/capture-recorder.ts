@@ -348,6 +348,7 @@ interface SessionState {
   ended?: Exclude<RecordEnd, 'next_turn'>;
   warnedDefaultType: boolean;
   lastActive: number;
+  sideTurns: number;
 }
 
 const NOOP_HANDLE: TurnHandle = { recorded: false, complete() {}, abort() {} };
@@ -418,6 +419,7 @@ export class TurnRecorder {
         nextStates: new Map(),
         warnedDefaultType: false,
         lastActive: this.now(),
+        sideTurns: 0,
       };
     }
     this.touch(state);
@@ -435,6 +437,7 @@ export class TurnRecorder {
     }
 
     let handle: TurnHandle = NOOP_HANDLE;
+    if (ctx.turnType === 'side') state.sideTurns++;
     if (ctx.turnType === 'main') {
       const k = state.nextTurn++;
       const last = lastRealMessage(input.messages);
@@ -474,6 +477,13 @@ export class TurnRecorder {
 
   stats(): TurnRecorderStats {
     return { sessions: this.sessions.size, ...this.counts };
+  }
+
+  /** The open sessions (at most `maxSessions`): main turns seen and side calls served, by id. */
+  perSession(): Record<string, { mainTurns: number; sideTurns: number }> {
+    const out: Record<string, { mainTurns: number; sideTurns: number }> = {};
+    for (const [id, state] of this.sessions) out[id] = { mainTurns: state.nextTurn, sideTurns: state.sideTurns };
+    return out;
   }
 
   /** Resolves once every record handed to the sink so far has been written. */

@@ -457,7 +457,7 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
 
     app.get('/rl/stats', async () => ({
       weight_version: model.weightVersion,
-      capture: recorder?.stats() ?? null,
+      capture: recorder ? { ...recorder.stats(), perSession: recorder.perSession() } : null,
       feedback: feedback?.stats() ?? null,
       session_keys: sessionKeys?.size ?? 0,
     }));

@@ -30,6 +30,7 @@ describe('actor options', () => {
       bundleIndex: -1,
       env: {},
       scheduleTimeoutMs: 0,
+      lifetime: 'non_detached',
     });
   });
 

@@ -649,6 +649,7 @@ export class RLDriver {
       this.metrics.logprobAbsDiff.set({ job: this.job }, r.logprobAbsDiff);
     }
     if (r.tisWeight !== undefined) this.metrics.tisWeight.set({ job: this.job }, r.tisWeight);
+    if (r.distillLoss !== undefined) this.metrics.distillKl.set({ job: this.job }, r.distillLoss);
     const p = this.rates();
     const drift = r.logprobAbsDiff === null ? '' : `, logprob drift ${r.logprobAbsDiff.toExponential(2)}`;
     const tis = r.tisWeight === undefined ? '' : `, tis weight ${r.tisWeight.toFixed(3)}`;

@@ -46,6 +46,7 @@ export class JobMetrics {
   readonly staleness: Gauge<'job'>;
   readonly logprobAbsDiff: Gauge<'job'>;
   readonly tisWeight: Gauge<'job'>;
+  readonly distillKl: Gauge<'job'>;
   readonly trainerIdle: Gauge<'job'>;
   readonly rolloutIdle: Gauge<'job'>;
   readonly bufferLag: Gauge<'job' | 'stage'>;
@@ -82,6 +83,11 @@ export class JobMetrics {
     this.tisWeight = gauge(
       'clawray_job_tis_weight',
       "Mean truncated importance weight min(exp(proximal − rollout logprob), cap) of the last step's tokens (train.tis)",
+      ['job'],
+    );
+    this.distillKl = gauge(
+      'clawray_job_distill_kl',
+      "Mean top-K reverse KL(student ‖ teacher) per distilled token of the last step (train.distillTopK)",
       ['job'],
     );
     this.trainerIdle = gauge(

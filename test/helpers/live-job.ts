@@ -104,7 +104,7 @@ export async function startLiveJob(o: LiveJobOptions): Promise<LiveJob> {
       o.startTimeoutMs ?? 120_000,
     );
     onLine = (line) => {
-      o.log?.(`job: ${line}`);
+      if (!line.startsWith('{')) o.log?.(`job: ${line}`);
       const m = /serving the policy for live sessions on (http:\/\/[^\s]+\/v1)/.exec(line);
       if (m) {
         clearTimeout(timer);
@@ -119,7 +119,10 @@ export async function startLiveJob(o: LiveJobOptions): Promise<LiveJob> {
     await cleanup();
     throw err;
   });
-  onLine = (line) => o.log?.(`job: ${line}`);
+  // Progress: the job's own lines, not the embedded cluster's JSON logs.
+  onLine = (line) => {
+    if (!line.startsWith('{')) o.log?.(`job: ${line}`);
+  };
   const origin = baseURL.replace(/\/v1$/, '');
   return {
     baseURL,
