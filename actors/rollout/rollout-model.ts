@@ -10,14 +10,13 @@ import { join } from 'node:path';
 import type { Registry } from 'prom-client';
 import { ConfigError } from '../../common/errors.js';
 import { createLogger, type Logger } from '../../common/logger.js';
-import { parseToolCalls } from '../models/chat-template.js';
-import { encodeChatPrompt, loadModelDir, type ModelDir, renderChatPrompt } from '../models/model-dir.js';
+import { loadModelDir, type ModelDir } from '../models/model-dir.js';
 import { exportDecoderOnnx } from '../models/onnx-export.js';
 import { checkDecoderIo, readOnnxIo } from '../models/onnx-inputs.js';
 import type { WeightMap } from '../models/weight-names.js';
-import type { ChatMessage, ChatModel, ToolCall, ToolSchema } from './chat-model.js';
+import type { ChatModel } from './chat-model.js';
+import { ModelCodec } from './model-codec.js';
 import { type ExecutionProvider, type KvLayout, OnnxDecoder } from './onnx-decoder.js';
-import { encodeWithin } from './prompt-budget.js';
 import { type GenerateRequest, type GenerateResult, GenerationEngine } from './rollout-engine.js';
 import { rolloutMetrics } from './rollout-metrics.js';
 
@@ -39,21 +38,17 @@ export interface RolloutModelOptions {
 
 export const ONNX_FILE = 'model.onnx';
 
-export class RolloutModel implements ChatModel {
+export class RolloutModel extends ModelCodec implements ChatModel {
   readonly id: string;
 
   private constructor(
-    private readonly model: ModelDir,
+    model: ModelDir,
     private weights: WeightMap,
     readonly engine: GenerationEngine,
     id: string,
   ) {
+    super(model);
     this.id = id;
-  }
-
-  /** Prompt plus generated tokens one sequence may hold. */
-  get maxContext(): number {
-    return this.model.config.max_position_embeddings;
   }
 
   static async load(options: RolloutModelOptions): Promise<RolloutModel> {
@@ -125,48 +120,6 @@ export class RolloutModel implements ChatModel {
 
   get modelDir(): ModelDir {
     return this.model;
-  }
-
-  encodeChat(
-    messages: ChatMessage[],
-    tools?: ToolSchema[],
-    templateKwargs?: Record<string, unknown>,
-  ): number[] {
-    return encodeChatPrompt(this.model, messages, tools, templateKwargs);
-  }
-
-  encodeText(text: string): number[] {
-    return this.model.tokenizer.encode(text, { addSpecialTokens: false });
-  }
-
-  tokenBytes(tokenId: number): number[] {
-    return this.model.tokenizer.tokenBytes(tokenId);
-  }
-
-  encodeChatWithin(
-    messages: ChatMessage[],
-    tools: ToolSchema[] | undefined,
-    maxTokens: number,
-    templateKwargs?: Record<string, unknown>,
-  ): Promise<number[]> {
-    const tokenizer = this.model.tokenizer;
-    return encodeWithin(
-      renderChatPrompt(this.model, messages, tools, templateKwargs),
-      (text) => tokenizer.encode(text, { addSpecialTokens: false }),
-      maxTokens,
-    );
-  }
-
-  decode(tokenIds: number[]): string {
-    return this.model.tokenizer.decode(tokenIds, { skipSpecialTokens: true });
-  }
-
-  tokenText(tokenId: number): string {
-    return this.model.tokenizer.decode([tokenId], { skipSpecialTokens: false });
-  }
-
-  parseToolCalls(text: string): { content: string; toolCalls: ToolCall[] } {
-    return parseToolCalls(text);
   }
 
   generate(request: GenerateRequest): Promise<GenerateResult> {

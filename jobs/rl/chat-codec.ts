@@ -4,22 +4,14 @@
  * the same files the rollout engines load, so every token id matches theirs.
  */
 
-import type { ChatMessage, ToolCall, ToolSchema } from '../../actors/models/chat-template.js';
-import { parseToolCalls } from '../../actors/models/chat-template.js';
-import {
-  encodeChatPrompt,
-  loadModelDir,
-  type ModelDir,
-  renderChatPrompt,
-} from '../../actors/models/model-dir.js';
-import { encodeWithin } from '../../actors/rollout/prompt-budget.js';
+import type { ChatMessage, ToolSchema } from '../../actors/models/chat-template.js';
+import { loadModelDir } from '../../actors/models/model-dir.js';
+import { ModelCodec } from '../../actors/rollout/model-codec.js';
 import { ConfigError } from '../../common/errors.js';
 
-export class ChatCodec {
-  private readonly model: ModelDir;
-
+export class ChatCodec extends ModelCodec {
   constructor(modelDir: string) {
-    this.model = loadModelDir(modelDir, { weights: false });
+    super(loadModelDir(modelDir, { weights: false }));
     if (!this.model.chatTemplate) {
       throw new ConfigError(`${modelDir} has no chat template; an agent job needs a chat model`, {
         fields: { modelDir },
@@ -29,52 +21,6 @@ export class ChatCodec {
 
   get eosTokenIds(): number[] {
     return this.model.eosTokenIds;
-  }
-
-  get maxContext(): number {
-    return this.model.config.max_position_embeddings;
-  }
-
-  encodeChat(
-    messages: ChatMessage[],
-    tools?: ToolSchema[],
-    templateKwargs?: Record<string, unknown>,
-  ): number[] {
-    return encodeChatPrompt(this.model, messages, tools, templateKwargs);
-  }
-
-  encodeText(text: string): number[] {
-    return this.model.tokenizer.encode(text, { addSpecialTokens: false });
-  }
-
-  tokenBytes(tokenId: number): number[] {
-    return this.model.tokenizer.tokenBytes(tokenId);
-  }
-
-  encodeChatWithin(
-    messages: ChatMessage[],
-    tools: ToolSchema[] | undefined,
-    maxTokens: number,
-    templateKwargs?: Record<string, unknown>,
-  ): Promise<number[]> {
-    const tokenizer = this.model.tokenizer;
-    return encodeWithin(
-      renderChatPrompt(this.model, messages, tools, templateKwargs),
-      (text) => tokenizer.encode(text, { addSpecialTokens: false }),
-      maxTokens,
-    );
-  }
-
-  decode(tokenIds: number[]): string {
-    return this.model.tokenizer.decode(tokenIds, { skipSpecialTokens: true });
-  }
-
-  tokenText(tokenId: number): string {
-    return this.model.tokenizer.decode([tokenId], { skipSpecialTokens: false });
-  }
-
-  parseToolCalls(text: string): { content: string; toolCalls: ToolCall[] } {
-    return parseToolCalls(text);
   }
 
   /**

@@ -541,30 +541,10 @@ export class RLDriver {
                     hintSelect: spec.train.hintSelect,
                     teacherTopK: (prompt: number[], response: number[], temperature: number, k: number) => {
                       this.teacherTurns++;
-                      return teacherEngines.run(
-                        (engine) =>
-                          engine.call(
-                            'computeTopLogprobs',
-                            [...prompt, ...response],
-                            prompt.length,
-                            temperature,
-                            k,
-                          ),
-                        isPeerLoss,
-                      );
+                      return topLogprobsOn(teacherEngines, prompt, response, temperature, k);
                     },
                     studentTopK: (prompt: number[], response: number[], temperature: number, k: number) =>
-                      c.engines.run(
-                        (engine) =>
-                          engine.call(
-                            'computeTopLogprobs',
-                            [...prompt, ...response],
-                            prompt.length,
-                            temperature,
-                            k,
-                          ),
-                        isPeerLoss,
-                      ),
+                      topLogprobsOn(c.engines, prompt, response, temperature, k),
                   },
                 }
               : {}),
@@ -782,4 +762,18 @@ export class RLDriver {
     set('lost', t.lost);
     set('duplicated', t.duplicated);
   }
+}
+
+/** The top-K logprobs of `response` after `prompt` at `temperature`, on a healthy engine of `engines`. */
+function topLogprobsOn(
+  engines: EnginePool<ActorHandle<RolloutEngine>>,
+  prompt: number[],
+  response: number[],
+  temperature: number,
+  k: number,
+) {
+  return engines.run(
+    (engine) => engine.call('computeTopLogprobs', [...prompt, ...response], prompt.length, temperature, k),
+    isPeerLoss,
+  );
 }
