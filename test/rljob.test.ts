@@ -165,7 +165,9 @@ describe('clawray job submit MANIFEST (the RL pipeline on a cluster of real proc
     const file = manifest('broken', TOOLCALL('tc-broken').replace('batchSize: 2', 'batchSize: two'));
     const run = clawray(['job', 'submit', file]);
     expect(run.code).toBe(2);
-    expect(run.stderr).toMatch(/job\.yaml:8:\d+: spec\.rollout\.batchSize: expected a whole number ≥ 1/);
+    expect(run.stderr).toMatch(
+      /job\.yaml:8:\d+: spec\.rollout\.batchSize: expected a whole number in \[1, 65536\]/,
+    );
     expect(run.stderr).not.toMatch(/\n\s+at /);
   });
 

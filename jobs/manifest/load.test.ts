@@ -206,7 +206,7 @@ describe('parseManifest', () => {
     ).toEqual(['job.yaml:7:10: spec.model.path: required field is missing; expected a string']);
     // Shapes first: cross-field rules run once every field has a valid type.
     expect(problems(minimal('personal', 'sft', '  train: { steps: x }\n'))).toEqual([
-      'job.yaml:8:19: spec.train.steps: expected a whole number ≥ 1, got "x"',
+      'job.yaml:8:19: spec.train.steps: expected a whole number in [1, 10000000] (optimizer steps), got "x"',
     ]);
   });
 
@@ -259,7 +259,7 @@ describe('--set overrides', () => {
     ).toEqual([
       '--set spec.train..steps=1: expected a dotted field path like spec.train.steps before "=", got "spec.train..steps"',
       '--set metadata.name=: metadata.name: expected a DNS-1123 label (lowercase letters, digits and -, at most 63 characters), got ""',
-      '--set spec.rollout.maxTurns=eight: spec.rollout.maxTurns: expected a whole number ≥ 1, got "eight"',
+      '--set spec.rollout.maxTurns=eight: spec.rollout.maxTurns: expected a whole number in [1, 10000] (model calls in one episode), got "eight"',
     ]);
   });
 

@@ -69,7 +69,12 @@ function num(rule: NumberRule = {}, expected = describeNumber(rule)) {
   return s;
 }
 
-const count = (min: number) => num({ int: true, min });
+/**
+ * A whole number from `min` to `max`: every count has a ceiling, so a typo (an extra few zeros)
+ * is refused with the reason instead of a job that never ends or never fits.
+ */
+const count = (min: number, max: number, why: string) =>
+  num({ int: true, min, max }, `a whole number in [${min}, ${max}] (${why})`);
 const text = () => z.string({ error: 'a string' }).min(1, { error: 'a non-empty string' });
 const bool = () => z.boolean({ error: 'true or false' });
 const oneOf = <const T extends readonly [string, ...string[]]>(values: T) =>
@@ -144,14 +149,18 @@ const modelSchema = section(
     provider: oneOf(['auto', 'cuda', 'cpu'] as const)
       .default('auto')
       .describe('ONNX Runtime execution provider of the rollout engines'),
-    maxBatchSize: count(1).default(16).describe('Sequences a rollout engine decodes together'),
-    maxQueue: count(1)
+    maxBatchSize: count(1, 1024, 'sequences decoded together; more than any engine batches')
+      .default(16)
+      .describe('Sequences a rollout engine decodes together'),
+    maxQueue: count(1, 1_000_000, 'requests waiting per engine')
       .default(1024)
       .describe('Requests waiting per rollout engine before new ones are refused'),
     init: section({
       preset: oneOf(['tiny', 'small'] as const).describe('Model size preset (as `clawray model init`)'),
-      seed: count(0).default(0).describe('Seed of the random weights'),
-      maxContext: count(16)
+      seed: count(0, 2 ** 32 - 1, 'a 32-bit seed')
+        .default(0)
+        .describe('Seed of the random weights'),
+      maxContext: count(16, 1_048_576, 'tokens of context; 1M is beyond any model this serves')
         .optional()
         .describe("Context length in tokens in place of the preset's (1024 for tiny, 2048 for small)"),
     })
@@ -178,20 +187,30 @@ const roleShape = {
 };
 
 const resourcesSchema = section({
-  rollout: section({ replicas: count(1).default(1).describe('Rollout engines'), ...roleShape })
+  rollout: section({
+    replicas: count(1, 1024, 'actors of one role').default(1).describe('Rollout engines'),
+    ...roleShape,
+  })
     .prefault({})
     .describe('Rollout engines (OpenClaw-RL ROLLOUT_GPUS)'),
-  judge: section({ replicas: count(1).default(1).describe('Judge voters'), ...roleShape })
+  judge: section({
+    replicas: count(1, 1024, 'actors of one role').default(1).describe('Judge voters'),
+    ...roleShape,
+  })
     .prefault({})
     .describe('Judge voters (OpenClaw-RL PRM_GPUS); a rule judge takes no GPU'),
   trainer: section({
-    shards: count(1).default(1).describe('Data-parallel trainer shards (ring all-reduce)'),
+    shards: count(1, 1024, 'actors of one role')
+      .default(1)
+      .describe('Data-parallel trainer shards (ring all-reduce)'),
     ...roleShape,
   })
     .prefault({})
     .describe('Trainer shards (OpenClaw-RL ACTOR_GPUS)'),
   env: section({
-    replicas: count(1).default(1).describe('Env-pool replicas, each holding env.parallel environments'),
+    replicas: count(1, 1024, 'actors of one role')
+      .default(1)
+      .describe('Env-pool replicas, each holding env.parallel environments'),
     cpus: roleShape.cpus,
     memoryMb: roleShape.memoryMb,
     strategy: PLACEMENT_STRATEGY,
@@ -201,20 +220,20 @@ const resourcesSchema = section({
 });
 
 const rolloutSchema = section({
-  batchSize: count(1)
+  batchSize: count(1, 65_536, 'groups per optimizer step')
     .optional()
     .describe(`Prompts (groups) per training step. Default per track: ${perTrack('batchSize')}`),
-  samplesPerPrompt: count(1)
+  samplesPerPrompt: count(1, 1024, 'samples of one prompt')
     .optional()
     .describe(
       `Responses sampled per prompt (the GRPO group). Default per track: ${perTrack('samplesPerPrompt')}`,
     ),
-  maxTurns: count(1)
+  maxTurns: count(1, 10_000, 'model calls in one episode')
     .optional()
     .describe(
       `Agent turns per episode (personal: turns of one session that are trained). Default per track: ${perTrack('maxTurns')}`,
     ),
-  maxTokens: count(1)
+  maxTokens: count(1, 1_048_576, 'tokens of one reply; no context holds more')
     .optional()
     .describe(`New tokens per response. Default per track: ${perTrack('maxTokens')}`),
   temperature: num({ min: 0, max: 2 })
@@ -229,8 +248,7 @@ const judgeSchema = section({
     .describe(
       `Who votes: an LLM judge, an ONNX process-reward classifier, or outcome rules. Default: llm for opd and combine (hints need an LLM), else per track: ${perTrack('judgeBackend')}`,
     ),
-  votes: count(1)
-    .max(64, { error: 'a whole number in [1, 64]' })
+  votes: count(1, 64, 'votes on one turn')
     .optional()
     .describe(
       `Votes per turn, combined by majority (OpenClaw-RL PRM_M). Default: 1 for a rule judge, else per method: ${perMethod('modelJudgeVotes')}`,
@@ -251,8 +269,12 @@ const judgeSchema = section({
   temperature: num({ min: 0, max: 2 })
     .optional()
     .describe('llm: sampling temperature of a vote. Default 0.6'),
-  maxTokens: count(1).optional().describe('llm: tokens per vote. Default 4096'),
-  timeoutMs: count(1).optional().describe('Time one vote may take before it counts as invalid'),
+  maxTokens: count(1, 1_048_576, 'tokens of one vote')
+    .optional()
+    .describe('llm: tokens per vote. Default 4096'),
+  timeoutMs: count(1, 86_400_000, 'a day at most')
+    .optional()
+    .describe('Time one vote may take before it counts as invalid'),
   threshold: num({ min: 0, max: 1 })
     .optional()
     .describe('onnx-prm: probability above which a step is +1. Default 0.5'),
@@ -285,7 +307,7 @@ const optimizerSchema = section({
 });
 
 const loraSchema = section({
-  rank: count(1).default(16).describe('Adapter rank'),
+  rank: count(1, 4096, 'adapter rank; beyond any hidden size here').default(16).describe('Adapter rank'),
   alpha: num({ gt: 0 }).default(32).describe('Scale numerator: updates are scaled by alpha / rank'),
   dropout: num({ min: 0, lt: 1 }).default(0).describe('Dropout on the adapter input'),
   targetModules: z
@@ -301,7 +323,7 @@ const loraSchema = section({
 });
 
 const trainSchema = section({
-  steps: count(1)
+  steps: count(1, 10_000_000, 'optimizer steps')
     .optional()
     .describe(
       `Optimizer steps of the job. Default ${DEFAULT_TRAIN_STEPS}; a live personal job (no spec.user) without it trains until stopped`,
@@ -312,7 +334,9 @@ const trainSchema = section({
   schedule: oneOf(['constant', 'cosine', 'linear'] as const)
     .default('constant')
     .describe('Learning-rate decay over train.steps, after lrWarmupSteps'),
-  lrWarmupSteps: count(0).default(0).describe('Steps of linear learning-rate warmup from 0'),
+  lrWarmupSteps: count(0, 10_000_000, 'optimizer steps')
+    .default(0)
+    .describe('Steps of linear learning-rate warmup from 0'),
   minLr: num({ min: 0 }).default(0).describe('Floor the cosine/linear decay ends at'),
   clip: z
     .tuple([num({ gt: 0, lt: 1 }), num({ gt: 0, lt: 1 })], {
@@ -324,13 +348,15 @@ const trainSchema = section({
   entropyCoef: num({ min: 0 }).default(0).describe('Weight of the entropy bonus'),
   maxGradNorm: num({ min: 0 }).default(1).describe('Global gradient-norm cap (0 turns clipping off)'),
   async: bool().default(true).describe('Roll out step k+1 while step k trains'),
-  maxStaleness: count(0)
+  maxStaleness: count(0, 1000, 'policy versions behind')
     .optional()
     .describe(
       `Max policy versions a trained sample may lag behind. Default ${DEFAULT_MAX_STALENESS.async} when async, ${DEFAULT_MAX_STALENESS.sync} otherwise`,
     ),
-  updateWeightsEvery: count(1).default(1).describe('Publish weights to the rollout engines every N steps'),
-  microBatchSize: count(1)
+  updateWeightsEvery: count(1, 100_000, 'optimizer steps')
+    .default(1)
+    .describe('Publish weights to the rollout engines every N steps'),
+  microBatchSize: count(1, 65_536, 'samples per pass')
     .optional()
     .describe(
       'Samples per forward/backward pass of a shard (gradients accumulate). Default: the whole batch',
@@ -339,7 +365,9 @@ const trainSchema = section({
   optimizer: optimizerSchema.prefault({}).describe('AdamW settings'),
   lora: loraSchema.optional().describe('Train LoRA adapters instead of every weight'),
   warmup: section({
-    steps: count(1).describe('SFT steps on the oracle traces of env.tasks before RL starts'),
+    steps: count(1, 10_000_000, 'optimizer steps').describe(
+      'SFT steps on the oracle traces of env.tasks before RL starts',
+    ),
     lr: num({ gt: 0 }).optional().describe('Learning rate of the warm start. Default train.lr'),
   })
     .optional()
@@ -350,7 +378,7 @@ const trainSchema = section({
   })
     .optional()
     .describe('Advantage weights of method combine: w_opd·(teacher − old) + w_rl·r'),
-  distillTopK: count(1)
+  distillTopK: count(1, 1000, 'teacher tokens per position; each is stored with the trajectory')
     .optional()
     .describe(
       "opd/combine: reverse KL over the teacher's top-K tokens plus a tail bin (OpenClaw-RL uses 50), in place of the sampled-token advantage teacher − old; combine weighs it with w_opd",
@@ -375,7 +403,7 @@ const envSchema = section({
     .describe(
       "'builtin' (the track's generated suite) or a task file or directory relative to the working dir",
     ),
-  parallel: count(1)
+  parallel: count(1, 4096, 'environments per replica')
     .optional()
     .describe(`Environments per env-pool replica. Default per track: ${perTrack('envParallel')}`),
   split: oneOf(['train', 'heldout', 'all'] as const)
@@ -389,7 +417,7 @@ const envSchema = section({
 });
 
 const evalSchema = section({
-  everySteps: count(0)
+  everySteps: count(0, 10_000_000, 'optimizer steps')
     .optional()
     .describe(
       `Evaluate every N training steps (0 = never). Default per track: ${perTrack('evalEverySteps')}`,
@@ -406,8 +434,12 @@ const checkpointSchema = section({
     .describe(
       `Checkpoint directory; a relative path is under the cluster data dir ($CLAWRAY_HOME). Default ${defaultCheckpointDir('<metadata.name>')}`,
     ),
-  everySteps: count(0).default(100).describe('Save every N steps (0 = only at the end)'),
-  keep: count(1).default(3).describe('Checkpoints kept; older ones are deleted'),
+  everySteps: count(0, 10_000_000, 'optimizer steps')
+    .default(100)
+    .describe('Save every N steps (0 = only at the end)'),
+  keep: count(1, 1000, 'checkpoints kept on disk')
+    .default(3)
+    .describe('Checkpoints kept; older ones are deleted'),
   resume: bool()
     .default(false)
     .describe('Resume from the newest checkpoint in dir (`clawray job submit --resume` sets it)'),
@@ -417,10 +449,14 @@ const userSchema = section({
   preference: text().describe(
     "The simulated user's stable preference: signoff, prefix, lowercase, brackets or brief, optionally kind:param (signoff:-- ok, brief:5)",
   ),
-  parallel: count(1).default(4).describe('Simulated users chatting at once'),
-  turnsPerSession: count(1).default(4).describe('Agent replies per session'),
+  parallel: count(1, 1024, 'simulated users at once').default(4).describe('Simulated users chatting at once'),
+  turnsPerSession: count(1, 10_000, 'replies of one session')
+    .default(4)
+    .describe('Agent replies per session'),
   seed: num({ int: true }).default(0).describe('Seeds requests and wording'),
-  evalSessions: count(1).default(16).describe('Held-out sessions per evaluation'),
+  evalSessions: count(1, 100_000, 'sessions of one evaluation')
+    .default(16)
+    .describe('Held-out sessions per evaluation'),
 });
 
 const pluginsSchema = section({
@@ -447,18 +483,18 @@ const serveSchema = section({
     .describe(
       "Environment variable (of the job's driver) holding the key clients send, in place of the cluster token",
     ),
-  maxRequestBytes: count(1024)
+  maxRequestBytes: count(1024, 1024 ** 3, 'bytes of one request; 1 GiB at most')
     .optional()
     .describe(
       "Largest request body; larger ones get 413 before they are parsed. Default 64 bytes per token of the model's context, at least 1 MiB",
     ),
   sessions: section({
-    idleTimeoutMs: count(1000)
+    idleTimeoutMs: count(1000, 30 * 86_400_000, 'thirty days at most')
       .default(DEFAULT_SESSION_IDLE_MS)
       .describe(
         'A session with no request for this long has ended: its last turn is judged without a next state. OpenClaw never says a session is done, so this is its end',
       ),
-    maxOpen: count(1)
+    maxOpen: count(1, 10_000_000, 'sessions tracked in memory')
       .default(10_000)
       .describe('Sessions tracked at once; past it the least recently active ends'),
   })
