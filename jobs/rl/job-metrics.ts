@@ -87,7 +87,7 @@ export class JobMetrics {
     );
     this.distillKl = gauge(
       'clawray_job_distill_kl',
-      "Mean top-K reverse KL(student ‖ teacher) per distilled token of the last step (train.distillTopK)",
+      'Mean top-K reverse KL(student ‖ teacher) per distilled token of the last step (train.distillTopK)',
       ['job'],
     );
     this.trainerIdle = gauge(
