@@ -80,6 +80,12 @@ export class ActorDirectory {
   private readonly deadOrder = new Set<string>();
   /** Dead actors' records dropped since this head started. */
   droppedDead = 0;
+  /**
+   * Deaths being recorded (store writes, waiters, children): whoever else ends the same actor
+   * meanwhile (a kill racing its process's exit report) waits for this rather than answering
+   * before the death is in the store and the dead records are trimmed.
+   */
+  private readonly finalizing = new Map<string, Promise<void>>();
 
   constructor(private readonly d: ActorDirectoryDeps) {}
 
@@ -198,7 +204,8 @@ export class ActorDirectory {
     if (attempt) await this.launch(record, attempt);
     else {
       await this.save(record);
-      this.enqueue(record);
+      // Killed while it was being stored: it must not wait for resources (nor be reported so).
+      if ((record.state as string) !== 'DEAD') this.enqueue(record);
     }
     return done;
   }
@@ -368,7 +375,11 @@ export class ActorDirectory {
   /** `reason` completes the death cause: `actor X (id) was killed: REASON`. */
   async kill(actorId: string, noRestart: boolean, reason?: string): Promise<void> {
     const record = this.get(actorId);
-    if (record.state === 'DEAD') return;
+    // Dying already (its exit was reported first): answer once that death is recorded.
+    if (record.state === 'DEAD') return this.finalizing.get(actorId);
+    // Not placed yet and allowed to restart: nothing runs to kill, and it keeps its place in
+    // the queue (dropping it there would leave it waiting for good).
+    if (!record.nodeId && !noRestart) return;
     if (noRestart) this.killing.add(actorId);
     const cause = new ActorDiedError(
       `actor ${record.className} (${actorId}) was killed${reason ? `: ${reason}` : ''}`,
@@ -395,6 +406,9 @@ export class ActorDirectory {
     }
     if (record.incarnation === incarnation && (record.state as string) !== 'DEAD' && record.nodeId) {
       await this.onFailure(record, cause, { preempted: false });
+    } else {
+      // Its exit report got there first: the kill is done once that death is recorded.
+      await this.finalizing.get(actorId);
     }
   }
 
@@ -558,7 +572,19 @@ export class ActorDirectory {
     this.d.pending.kick();
   }
 
-  private async finalizeDead(record: ActorRecord, cause: Error): Promise<void> {
+  /** Records the actor DEAD for good; a second call while it is recorded waits for the first. */
+  private finalizeDead(record: ActorRecord, cause: Error): Promise<void> {
+    const inFlight = this.finalizing.get(record.actorId);
+    if (inFlight) return inFlight;
+    if (record.state === 'DEAD') return Promise.resolve();
+    const done = this.recordDeath(record, cause).finally(() => {
+      if (this.finalizing.get(record.actorId) === done) this.finalizing.delete(record.actorId);
+    });
+    this.finalizing.set(record.actorId, done);
+    return done;
+  }
+
+  private async recordDeath(record: ActorRecord, cause: Error): Promise<void> {
     this.release(record);
     this.killing.delete(record.actorId);
     this.killReasons.delete(record.actorId);
@@ -574,31 +600,38 @@ export class ActorDirectory {
     record.updatedAtMs = Date.now();
     const key = nameKey(record.options.namespace, record.options.name);
     if (record.options.name && this.names.get(key) === record.actorId) this.names.delete(key);
+    // Counted among the dead in the same step as it turns DEAD, so no reader ever sees more
+    // than `maxDeadActors` dead records; the store drops them after this record is written.
+    this.deadOrder.add(record.actorId);
+    const dropped = this.dropOldestDead();
     await this.save(record);
+    await this.deleteStored(dropped);
     const waiters = this.waiters.get(record.actorId) ?? [];
     this.waiters.delete(record.actorId);
     for (const w of waiters) w.reject(cause);
     this.d.onDead?.(record, cause);
     this.unindexChild(record);
     this.killChildren(record, `died (${cause.message})`);
-    this.deadOrder.add(record.actorId);
-    await this.trimDead();
   }
 
-  /** Drops the oldest dead actors' records beyond `maxDeadActors`, here and in the store. */
-  private async trimDead(): Promise<void> {
+  /** Drops the oldest dead actors' records beyond `maxDeadActors` here; returns their ids. */
+  private dropOldestDead(): string[] {
     const drop: string[] = [];
     for (const id of this.deadOrder) {
       if (this.deadOrder.size - drop.length <= this.d.maxDeadActors) break;
       drop.push(id);
     }
-    if (drop.length === 0) return;
     for (const id of drop) {
       this.deadOrder.delete(id);
       this.actors.delete(id);
     }
     this.droppedDead += drop.length;
-    await this.d.store.apply(drop.map((id) => ({ op: 'delete' as const, table: 'actors' as const, id })));
+    return drop;
+  }
+
+  private async deleteStored(actorIds: string[]): Promise<void> {
+    if (actorIds.length === 0) return;
+    await this.d.store.apply(actorIds.map((id) => ({ op: 'delete' as const, table: 'actors' as const, id })));
   }
 
   /** Dead actors' records kept now. */
@@ -660,7 +693,7 @@ export class ActorDirectory {
 
   /** Actors that were being placed or started when the head went down start over. */
   async resumeAfterRestore(): Promise<void> {
-    await this.trimDead();
+    await this.deleteStored(this.dropOldestDead());
     // Children whose owner actor died (or restarted) while the head was down die now.
     for (const record of [...this.actors.values()]) {
       if (record.state === 'DEAD' || !record.ownerActorId || record.options.detached) continue;

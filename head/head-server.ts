@@ -112,8 +112,13 @@ export class HeadServer {
       graceMs: options.ownerGraceMs,
       logger: this.logger,
       release: async (ownerId, reason) => {
-        const actors = await this.actors.killOwned(ownerId, reason);
-        const groups = await this.groups.removeOwned(ownerId);
+        // Both start together: each takes the owner's waiting requests off the queue before it
+        // awaits anything, so resources freed by killing its actors never place (and report
+        // created) a group or actor of an owner that is going away.
+        const [actors, groups] = await Promise.all([
+          this.actors.killOwned(ownerId, reason),
+          this.groups.removeOwned(ownerId),
+        ]);
         if (actors + groups > 0) {
           this.logger.info({ ownerId, actors, placementGroups: groups, reason }, 'released an owner');
         }

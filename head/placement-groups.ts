@@ -35,6 +35,8 @@ export class PlacementGroups {
   private readonly timeouts = new Map<string, NodeJS.Timeout>();
   /** Wall-clock time each group waiting for resources started waiting (for pending demands). */
   private readonly waitingSinceMs = new Map<string, number>();
+  /** Groups being removed: a placement that was under way when removal began is not announced. */
+  private readonly removing = new Set<string>();
   /** A non-detached group owned by a session was recorded (the owner registry watches it). */
   onOwned?: (ownerId: string) => void;
 
@@ -138,13 +140,11 @@ export class PlacementGroups {
   async remove(placementGroupId: string): Promise<void> {
     const record = this.groups.get(placementGroupId);
     if (!record) return;
-    this.pending.delete(`pg:${placementGroupId}`);
-    clearTimeout(this.timeouts.get(placementGroupId));
-    this.timeouts.delete(placementGroupId);
-    this.waitingSinceMs.delete(placementGroupId);
+    this.withdraw(placementGroupId);
     await this.killActorsOf(placementGroupId);
     this.scheduler.releaseGroup(placementGroupId);
     this.groups.delete(placementGroupId);
+    this.removing.delete(placementGroupId);
     if (record.name) this.names.delete(nameKey(record.namespace, record.name));
     await this.store.delete('placementGroups', placementGroupId);
     this.reject(
@@ -157,29 +157,45 @@ export class PlacementGroups {
   /** Removes every placement group of a job (and so their actors); resolves with how many. */
   async removeJob(jobId: string): Promise<number> {
     if (!jobId) return 0;
-    const ids = this.list()
-      .filter((g) => g.jobId === jobId)
-      .map((g) => g.placementGroupId);
-    for (const id of ids) await this.remove(id);
-    return ids.length;
+    return this.removeAll(this.list().filter((g) => g.jobId === jobId));
   }
 
-  /** Removes the non-detached groups of an owner session that is gone; resolves with how many. */
+  /**
+   * Removes the non-detached groups of an owner session that is gone; resolves with how many.
+   * None of them is placed once this is called, even by resources the owner's own actors free
+   * while they are killed (see removeAll).
+   */
   async removeOwned(ownerId: string): Promise<number> {
-    const ids = this.list()
-      .filter((g) => g.ownerId === ownerId && isSessionOwned(g))
-      .map((g) => g.placementGroupId);
-    for (const id of ids) await this.remove(id);
-    return ids.length;
+    return this.removeAll(this.list().filter((g) => g.ownerId === ownerId && isSessionOwned(g)));
   }
 
   /** Removes the non-detached groups created by an incarnation of an actor that ended. */
   async removeOwnedByActor(actorId: string, incarnation: number): Promise<number> {
-    const ids = this.list()
-      .filter((g) => g.ownerActorId === actorId && !g.detached && (g.ownerIncarnation ?? 0) <= incarnation)
-      .map((g) => g.placementGroupId);
-    for (const id of ids) await this.remove(id);
-    return ids.length;
+    return this.removeAll(
+      this.list().filter(
+        (g) => g.ownerActorId === actorId && !g.detached && (g.ownerIncarnation ?? 0) <= incarnation,
+      ),
+    );
+  }
+
+  /**
+   * Removes the groups one by one, after taking every one of them off the queue at once: one
+   * that still waited must not be placed (and reported created) by the resources that removing
+   * the others, or killing their owner's actors, frees meanwhile.
+   */
+  private async removeAll(records: PlacementGroupRecord[]): Promise<number> {
+    for (const g of records) this.withdraw(g.placementGroupId);
+    for (const g of records) await this.remove(g.placementGroupId);
+    return records.length;
+  }
+
+  /** The group stops waiting for resources (it is being removed). */
+  private withdraw(placementGroupId: string): void {
+    this.removing.add(placementGroupId);
+    this.pending.delete(`pg:${placementGroupId}`);
+    clearTimeout(this.timeouts.get(placementGroupId));
+    this.timeouts.delete(placementGroupId);
+    this.waitingSinceMs.delete(placementGroupId);
   }
 
   /** Groups waiting for resources (Ray's pending demands), oldest first. */
@@ -286,6 +302,8 @@ export class PlacementGroups {
       this.waitingSinceMs.delete(id);
       current.state = 'CREATED';
       await this.save(current);
+      // Removed while it was stored: remove() rejects the waiters and drops the record.
+      if (this.removing.has(id) || this.groups.get(id) !== current) return true;
       const waiters = this.waiters.get(id) ?? [];
       this.waiters.delete(id);
       for (const w of waiters) w.resolve(current);

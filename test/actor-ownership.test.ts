@@ -77,7 +77,8 @@ describe('actor ownership', () => {
       const mine = await actor(out.actorId);
       expect(mine?.deathCause?.message).toContain('closed its connection');
     }
-  });
+    // Five driver processes in a row, each allowed 60 s above: the test's own limit covers them.
+  }, 300_000);
 
   it('keeps a detached actor after its creator closes; it is found by name and killable', async () => {
     const creator = await tc.connect();
@@ -243,5 +244,6 @@ describe('actor ownership', () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("no live actor named 'victim' in namespace 'default'");
     await driver.close();
-  });
+    // Four CLI processes and a restart one after another: slow on a loaded machine.
+  }, 300_000);
 });

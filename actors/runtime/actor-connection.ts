@@ -118,7 +118,9 @@ export class ActorConnection {
       if (this.confirmed) this.send(call);
       else {
         this.waiting.push(call);
-        this.recover();
+        // A stream that is open but not yet accepted sends it once accepted; opening another
+        // one now would orphan that stream, and with it the reply to a call already sent on it.
+        if (!this.stream) this.recover();
       }
     });
   }
