@@ -482,7 +482,8 @@ export class TurnRecorder {
   /** The open sessions (at most `maxSessions`): main turns seen and side calls served, by id. */
   perSession(): Record<string, { mainTurns: number; sideTurns: number }> {
     const out: Record<string, { mainTurns: number; sideTurns: number }> = {};
-    for (const [id, state] of this.sessions) out[id] = { mainTurns: state.nextTurn, sideTurns: state.sideTurns };
+    for (const [id, state] of this.sessions)
+      out[id] = { mainTurns: state.nextTurn, sideTurns: state.sideTurns };
     return out;
   }
 
