@@ -19,7 +19,8 @@ import { eventually, type Proc, TestCluster } from './helpers/processes.js';
 
 const execFileAsync = promisify(execFile);
 
-const STEPS = 12;
+// Enough steps that the three kills land while the job runs (a step takes ~1–2 s here).
+const STEPS = 20;
 const WORKER = { cpus: 6, gpus: 2, poolSize: 0 } as const;
 
 const MANIFEST = (name: string) => `apiVersion: clawray.dev/v1
@@ -135,11 +136,13 @@ describe('RL jobs under chaos (multi-process cluster on Redis, three workers)', 
   }
 
   let jobEnded = false;
+  let lastRun: ReturnType<typeof clawray> | undefined;
 
   /** Submits and follows the job; a wait for a step fails at once if the job has ended. */
   function submit(file: string, id: string) {
     jobEnded = false;
     const run = clawray(['job', 'submit', file, '--submission-id', id, '--json'], 900_000);
+    lastRun = run;
     run.then(
       () => {
         jobEnded = true;
@@ -154,7 +157,17 @@ describe('RL jobs under chaos (multi-process cluster on Redis, three workers)', 
   async function untilStep(id: string, step: number): Promise<void> {
     const deadline = Date.now() + 300_000;
     while ((await stepOf(id)) < step) {
-      if (jobEnded) throw new Error(`job ${id} ended before step ${step}`);
+      if (jobEnded) {
+        // The log of a job that just ended may take a moment to reach the head: look once more.
+        await new Promise((r) => setTimeout(r, 2000));
+        if ((await stepOf(id)) >= step) return;
+        const out = await lastRun!.then(
+          (r) => `${r.stdout}\n${r.stderr}`,
+          (e: { stdout?: string; stderr?: string; message: string }) =>
+            `${e.stdout ?? ''}\n${e.stderr ?? e.message}`,
+        );
+        throw new Error(`job ${id} ended before step ${step}:\n${out.slice(-4000)}`);
+      }
       if (Date.now() > deadline) throw new Error(`job ${id} did not reach step ${step}`);
       await new Promise((r) => setTimeout(r, 500));
     }
