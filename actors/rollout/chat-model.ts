@@ -48,4 +48,6 @@ export interface ChatModel {
    * generation (an engine behind an actor call passes it on: `engine.options({ signal })`).
    */
   generate(request: GenerateRequest): Promise<GenerateResult>;
+  /** Logprob of each of `tokenIds[fromIndex…]` after the ones before it, at `temperature` (prompt scoring). */
+  computeLogprobs?(tokenIds: number[], fromIndex: number, temperature?: number): Promise<number[]>;
 }

@@ -2,8 +2,12 @@
  * `POST /v1/completions`: OpenAI's text completions (what lm-eval and many GRPO scripts call) —
  * a plain prompt, no chat template, the same engine and sampling as chat. The prompt is a
  * string, a one-string array, or token ids; `logprobs: k` gives the legacy
- * `{tokens, token_logprobs, top_logprobs, text_offset}`. Not implemented, and refused by name:
- * `echo`, `suffix`, `best_of` > 1, several prompts, streaming with n > 1.
+ * `{tokens, token_logprobs, top_logprobs, text_offset}`. `echo` puts the prompt before each
+ * completion (with `logprobs`, the prompt's tokens scored by the model: the first is null, and a
+ * prompt position lists only its own token among the top ones); `best_of` samples that many and
+ * returns the `n` with the highest mean logprob per token, as OpenAI does. Refused by name, with
+ * the reason: `suffix` (a chat model has no fill-in-the-middle format), several prompts in one
+ * request, and streaming with n > 1 or best_of > 1.
  */
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -58,11 +62,26 @@ export function registerCompletions(app: FastifyInstance, d: CompletionsDeps): v
     if (!parsed.success) throw fromZod(parsed.error);
     const body = parsed.data;
     if (body.model !== model.id) throw d.modelNotFound(body.model);
-    if (body.echo) throw invalid("'echo' is not implemented here", 'echo');
-    if (body.suffix) throw invalid("'suffix' (insertion) is not implemented here", 'suffix');
-    if ((body.best_of ?? 1) > 1) throw invalid("'best_of' > 1 is not implemented here; use n", 'best_of');
+    if (body.suffix) {
+      throw invalid(
+        "'suffix' asks for fill-in-the-middle, which needs the model's FIM tokens and format; this model's chat template defines none",
+        'suffix',
+      );
+    }
     const n = body.n ?? 1;
+    const bestOf = body.best_of ?? n;
+    if (bestOf < n) throw invalid(`'best_of' (${bestOf}) must be at least 'n' (${n})`, 'best_of');
+    if (bestOf > MAX_CHOICES) throw invalid(`'best_of' is at most ${MAX_CHOICES} (got ${bestOf})`, 'best_of');
     if (n > 1 && body.stream) throw invalid(`'n' > 1 is served without streaming only (got ${n})`, 'n');
+    if (bestOf > 1 && body.stream) {
+      throw invalid("'best_of' > 1 picks among finished completions, so it cannot stream", 'best_of');
+    }
+    if (body.echo && body.logprobs != null && !model.computeLogprobs) {
+      throw invalid(
+        "'echo' with 'logprobs' needs a model that can score its prompt; this one cannot",
+        'echo',
+      );
+    }
     const prompt = await promptIds(body);
     const client = d.watchClose(reply);
     const id = `cmpl-${randomBytes(12).toString('hex')}`;
@@ -76,9 +95,16 @@ export function registerCompletions(app: FastifyInstance, d: CompletionsDeps): v
         signal: client.signal,
         ...(onToken ? { onToken } : {}),
       });
-    if (body.stream) return stream(reply, { id, created, body, generate, stops, client });
-    const results = await Promise.all(Array.from({ length: n }, (_, i) => generate(i)));
-    const completion = results.reduce((k, r) => k + r.tokenIds.length, 0);
+    const echoText = body.echo ? promptText(body, prompt) : '';
+    if (body.stream) return stream(reply, { id, created, body, generate, stops, client, echoText });
+    const candidates = await Promise.all(Array.from({ length: bestOf }, (_, i) => generate(i)));
+    const results =
+      bestOf > n ? [...candidates].sort((a, b) => meanLogprob(b) - meanLogprob(a)).slice(0, n) : candidates;
+    const completion = candidates.reduce((k, r) => k + r.tokenIds.length, 0);
+    const promptLogprobs =
+      body.echo && body.logprobs != null
+        ? await model.computeLogprobs!(prompt, 1, body.temperature ?? 1)
+        : undefined;
     return {
       id,
       object: 'text_completion',
@@ -87,7 +113,12 @@ export function registerCompletions(app: FastifyInstance, d: CompletionsDeps): v
       system_fingerprint: `clawray-w${Math.min(...results.map((r) => r.weightVersion))}`,
       choices: results.map((r, index) => {
         const { text, finishReason } = finish(r, stops);
-        return { index, text, logprobs: legacyLogprobs(r, body.logprobs), finish_reason: finishReason };
+        const logprobs = legacyLogprobs(
+          r,
+          body.logprobs,
+          body.echo ? { ids: prompt, logprobs: promptLogprobs! } : undefined,
+        );
+        return { index, text: echoText + text, logprobs, finish_reason: finishReason };
       }),
       usage: {
         prompt_tokens: prompt.length,
@@ -98,6 +129,21 @@ export function registerCompletions(app: FastifyInstance, d: CompletionsDeps): v
       weight_version: Math.min(...results.map((r) => r.weightVersion)),
     };
   });
+
+  /** The prompt as text (echo): as sent, or decoded from its token ids. */
+  function promptText(body: CompletionRequest, ids: number[]): string {
+    const { prompt } = body;
+    if (typeof prompt === 'string') return prompt;
+    if (typeof prompt[0] === 'string') return prompt[0] as string;
+    return model.decode(ids);
+  }
+
+  /** best_of's ranking: mean logprob per generated token. */
+  function meanLogprob(r: GenerateResult): number {
+    return r.logprobs.length
+      ? r.logprobs.reduce((a, b) => a + b, 0) / r.logprobs.length
+      : Number.NEGATIVE_INFINITY;
+  }
 
   async function promptIds(body: CompletionRequest): Promise<number[]> {
     const { prompt } = body;
@@ -156,18 +202,28 @@ export function registerCompletions(app: FastifyInstance, d: CompletionsDeps): v
   }
 
   /** OpenAI's legacy logprobs: per token its text, logprob, top alternatives and character offset. */
-  function legacyLogprobs(r: GenerateResult, k: number | null | undefined) {
+  function legacyLogprobs(
+    r: GenerateResult,
+    k: number | null | undefined,
+    echoed?: { ids: number[]; logprobs: number[] },
+  ) {
     if (k === undefined || k === null) return null;
     let offset = 0;
-    const tokens = r.tokenIds.map((t) => model.tokenText(t));
+    // An echoed prompt: its first token has no logprob (nothing comes before it).
+    const promptLps: (number | null)[] = echoed ? [null, ...echoed.logprobs.map(finiteLogprob)] : [];
+    const promptTokens = (echoed?.ids ?? []).map((t) => model.tokenText(t));
+    const tokens = [...promptTokens, ...r.tokenIds.map((t) => model.tokenText(t))];
     return {
       tokens,
-      token_logprobs: r.logprobs.map(finiteLogprob),
-      top_logprobs: r.tokenIds.map((_, i) =>
-        Object.fromEntries(
-          (r.topLogprobs?.[i] ?? []).map((t) => [model.tokenText(t.tokenId), finiteLogprob(t.logprob)]),
+      token_logprobs: [...promptLps, ...r.logprobs.map(finiteLogprob)],
+      top_logprobs: [
+        ...promptTokens.map((t, i) => (promptLps[i] === null ? null : { [t]: promptLps[i] })),
+        ...r.tokenIds.map((_, i) =>
+          Object.fromEntries(
+            (r.topLogprobs?.[i] ?? []).map((t) => [model.tokenText(t.tokenId), finiteLogprob(t.logprob)]),
+          ),
         ),
-      ),
+      ],
       text_offset: tokens.map((t) => {
         const at = offset;
         offset += t.length;
@@ -185,6 +241,7 @@ export function registerCompletions(app: FastifyInstance, d: CompletionsDeps): v
       generate: (choice: number, onToken?: GenerateRequest['onToken']) => Promise<GenerateResult>;
       stops: string[];
       client: { readonly gone: boolean };
+      echoText: string;
     },
   ) {
     const res = reply.raw;
@@ -210,6 +267,7 @@ export function registerCompletions(app: FastifyInstance, d: CompletionsDeps): v
           'content-type': 'text/event-stream; charset=utf-8',
           'cache-control': 'no-cache',
         });
+      if (s.echoText) send(chunk(s.echoText, null));
     };
     // Stop strings are cut at the end; with them, text streams only once it is final.
     const holdBack = s.stops.length > 0;

@@ -1207,8 +1207,13 @@ describe('POST /v1/completions', () => {
 
   class TextModel extends FakeModel {
     readonly maxContext = 4096;
+    readonly scored: [number[], number][] = [];
     encodeText(text: string): number[] {
       return this.toIds(`<|user|>${text}\n<|assistant|>`);
+    }
+    async computeLogprobs(ids: number[], from: number): Promise<number[]> {
+      this.scored.push([ids, from]);
+      return ids.slice(from).map(() => -0.125);
     }
   }
 
@@ -1248,9 +1253,40 @@ describe('POST /v1/completions', () => {
     }
     expect(text).toBe(GREETING);
     expect(finish).toBe('stop');
-    const echo = await expectApiError(
-      s.client.completions.create({ model: 'fake-model', prompt: 'x', echo: true }),
+    const suffix = await expectApiError(
+      s.client.completions.create({ model: 'fake-model', prompt: 'x', suffix: 'y' }),
     );
-    expect(echo.param).toBe('echo');
+    expect(suffix.param).toBe('suffix');
+  });
+
+  it('echo puts the scored prompt first; best_of keeps the n best by mean logprob', async () => {
+    const model = new TextModel();
+    s = await start({ model });
+    const echoed = await s.client.completions.create({
+      model: 'fake-model',
+      prompt: 'Say hello',
+      echo: true,
+      logprobs: 0,
+    });
+    const promptIds = model.encodeText('Say hello');
+    expect(echoed.choices[0].text).toBe(`Say hello${GREETING}`);
+    const lp = echoed.choices[0].logprobs!;
+    expect(lp.tokens?.length).toBe(promptIds.length + GREETING.length + 1);
+    expect(lp.token_logprobs?.[0]).toBeNull();
+    expect(lp.token_logprobs?.[1]).toBe(-0.125);
+    expect(model.scored).toEqual([[promptIds, 1]]);
+    const best = await s.client.completions.create({
+      model: 'fake-model',
+      prompt: 'Say hello',
+      n: 2,
+      best_of: 3,
+      seed: 5,
+    });
+    expect(best.choices).toHaveLength(2);
+    expect(best.usage?.completion_tokens).toBe(3 * (GREETING.length + 1));
+    const tooFew = await expectApiError(
+      s.client.completions.create({ model: 'fake-model', prompt: 'x', n: 3, best_of: 2 }),
+    );
+    expect(tooFew.param).toBe('best_of');
   });
 });

@@ -126,8 +126,8 @@ export class RolloutModel extends ModelCodec implements ChatModel {
     return this.engine.generate(request);
   }
 
-  computeLogprobs(tokenIds: number[], fromIndex = 1): Promise<number[]> {
-    return this.engine.computeLogprobs(tokenIds, fromIndex);
+  computeLogprobs(tokenIds: number[], fromIndex = 1, temperature = 1): Promise<number[]> {
+    return this.engine.computeLogprobs(tokenIds, fromIndex, temperature);
   }
 
   /** New weights by Hugging Face name (all of them, or the ones that changed). */

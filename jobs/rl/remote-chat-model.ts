@@ -68,6 +68,13 @@ export class RemoteChatModel implements ChatModel {
     return this.codec.parseToolCalls(text);
   }
 
+  computeLogprobs(tokenIds: number[], fromIndex: number, temperature = 1): Promise<number[]> {
+    return this.engines.run(
+      (engine) => engine.call('computeLogprobs', tokenIds, fromIndex, temperature),
+      isPeerLoss,
+    );
+  }
+
   async generate(request: GenerateRequest): Promise<GenerateResult> {
     const { onToken, signal, ...wire } = request;
     if (signal?.aborted) throw new GenerationAbortedError('the request was aborted');
