@@ -12,78 +12,12 @@
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { MemoryTrajectoryBuffer } from '../jobs/buffer/memory-buffer.js';
 import { encodeRecord, RECORD_FIELD } from '../jobs/buffer/record-codec.js';
-import { RedisTrajectoryBuffer } from '../jobs/buffer/redis-buffer.js';
-import type { TrajectoryBuffer, TrajectoryRecord } from '../jobs/buffer/types.js';
+import { BATCH, CONCURRENT_BATCHES, measureInChild, RECORDS, record } from './buffer-measure.js';
 import { startRedisServer } from './redis-server.js';
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const round = (x: number) => Math.round(x);
-
-const RECORDS = 20_000;
-const BATCH = 100;
-const CONCURRENT_BATCHES = 4;
-
-function record(i: number, run: string): TrajectoryRecord {
-  return {
-    trajectoryId: `${run}-${i}`,
-    sessionId: `session-${i % 64}`,
-    turn: i % 16,
-    messages: [
-      { role: 'system', content: 'You are a terminal agent. Use the tools to finish the task.' },
-      { role: 'user', content: `Task ${i}: list the files under /tmp and count them.` },
-    ],
-    promptTokenIds: Array.from({ length: 64 }, (_, j) => (i * 31 + j * 7) % 151_000),
-    tokenIds: Array.from({ length: 200 }, (_, j) => (i * 13 + j * 17) % 151_000),
-    logprobs: Array.from({ length: 200 }, (_, j) => -((i + j) % 97) / 37),
-    nextState: { role: 'tool', content: 'a.txt\nb.txt\n2' },
-    votes: [1, 1, -1],
-    score: 1,
-    hint: null,
-    weightVersion: 3,
-    createdAtMs: Date.now(),
-  };
-}
-
-/** Most records a run appends; the warm-up run appends a tenth, so the JIT has compiled the path. */
-async function measure(
-  buffer: TrajectoryBuffer,
-  run: string,
-  count = RECORDS,
-): Promise<{ appendsPerSec: number; readAcksPerSec: number }> {
-  const records = Array.from({ length: count }, (_, i) => record(i, run));
-  let t0 = performance.now();
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: CONCURRENT_BATCHES }, async () => {
-      while (next < records.length) {
-        const start = next;
-        next += BATCH;
-        await buffer.append(records.slice(start, start + BATCH));
-      }
-    }),
-  );
-  const appendsPerSec = count / ((performance.now() - t0) / 1000);
-  t0 = performance.now();
-  let done = 0;
-  await Promise.all(
-    Array.from({ length: CONCURRENT_BATCHES }, async (_, c) => {
-      for (;;) {
-        const got = await buffer.read({ group: 'trainer', consumer: `c${c}`, count: BATCH });
-        if (got.length === 0) return;
-        await buffer.ack(
-          'trainer',
-          got.map((e) => e.entryId),
-        );
-        done += got.length;
-      }
-    }),
-  );
-  if (done !== count) throw new Error(`read ${done} of ${count} records`);
-  const readAcksPerSec = count / ((performance.now() - t0) / 1000);
-  return { appendsPerSec: round(appendsPerSec), readAcksPerSec: round(readAcksPerSec) };
-}
 
 interface XaddBaseline {
   command: string;
@@ -128,12 +62,7 @@ async function redisBenchmarkXadd(
 
 export async function runBufferBench(): Promise<Record<string, unknown>> {
   log(`memory buffer: ${RECORDS} records, batches of ${BATCH}`);
-  const warmMemory = new MemoryTrajectoryBuffer({ name: 'warm-up' });
-  await measure(warmMemory, 'mem-warm', RECORDS / 10);
-  await warmMemory.destroy();
-  const memory = new MemoryTrajectoryBuffer();
-  const mem = await measure(memory, 'mem');
-  await memory.close();
+  const mem = await measureInChild('memory');
   const sample = record(0, 'redis');
   const payloadBytes = encodeRecord(sample).bytes.length;
   const server = await startRedisServer();
@@ -145,12 +74,7 @@ export async function runBufferBench(): Promise<Record<string, unknown>> {
     );
     const before = await baseline();
     log(`redis buffer: ${RECORDS} records, batches of ${BATCH}`);
-    const warmRedis = new RedisTrajectoryBuffer(server.url, { name: 'warm-up' });
-    await measure(warmRedis, 'redis-warm', RECORDS / 10);
-    await warmRedis.destroy();
-    const redis = new RedisTrajectoryBuffer(server.url, { name: 'bench' });
-    const red = await measure(redis, 'redis');
-    await redis.destroy();
+    const red = await measureInChild('redis', server.url);
     const after = await baseline();
     const best = before.perSec >= after.perSec ? before : after;
     log('redis-benchmark XADD, unpipelined (its defaults: 50 clients, pipeline 1), for reference');
