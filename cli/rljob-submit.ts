@@ -168,6 +168,9 @@ export function rljobSummaryLine(job: JobView, summary: RLJobSummary | null): st
     resumedFromStep: summary?.resumedFromStep ?? null,
     trajectories: summary?.trajectories ?? null,
     recoveries: summary?.recoveries ?? null,
+    // What the engines and shards computed on ('onnxruntime/cpu', 'tfjs/wasm'…): a GPU job that
+    // fell back to the CPU shows here.
+    runtime: summary?.runtime ?? null,
     // Mean |trainer − rollout logprob| per step (goal ≤ 1e-3); null before any RL step.
     logprobAbsDiff: summary?.logprobAbsDiff ?? null,
   });

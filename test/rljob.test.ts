@@ -94,6 +94,10 @@ describe('clawray job submit MANIFEST (the RL pipeline on a cluster of real proc
     expect(summary.heldoutStart).toBeGreaterThanOrEqual(0);
     expect(summary.heldoutEnd).toBeGreaterThanOrEqual(0);
     expect(summary.samplesPerSecond).toBeGreaterThan(0);
+    // No CUDA onnxruntime or native TensorFlow here: the summary says what really ran.
+    expect(summary.runtime.rollout[0]).toBe('onnxruntime/cpu');
+    expect(summary.runtime.trainer[0]).toMatch(/^tfjs\/(wasm|cpu)$/);
+    expect(run.stdout).toMatch(/runtime: rollout onnxruntime\/cpu/);
     // The trainer scores at the rollout's temperature: its logprobs are the engine's (float32).
     // Logs without a TTY are plain lines: every step, the evals and the checkpoint.
     expect(stepLines(run.stdout)).toHaveLength(3);

@@ -39,6 +39,12 @@ export interface ActorSet {
   voters: ActorHandle<JudgeVoter>[];
   /** In-job judge engines (llm without baseURL): rollout engines that never get a weight update. */
   judgeEngines: ActorHandle<RolloutEngine>[];
+  /**
+   * What each actor computes on, from its `ready()`: 'onnxruntime/<execution provider>' per
+   * rollout engine, 'tfjs/<backend>' per trainer shard (in actor order). A GPU job whose engines
+   * say 'cpu' fell back silently in the runtime; the driver says so.
+   */
+  runtime: { rollout: string[]; trainer: string[] };
   /** (Re)builds the trainer shards' collective ring (after a shard restarted, too). */
   rebuildRing(): Promise<void>;
   close(): Promise<void>;
@@ -61,6 +67,7 @@ export async function createActorSet(
     pools: [],
     voters: [],
     judgeEngines: [],
+    runtime: { rollout: [], trainer: [] },
     rebuildRing: async () => {
       if (set.trainers.length > 1) await createCollectiveGroup(cluster, set.trainers, `${jobId}-trainer`);
     },
@@ -218,13 +225,17 @@ export async function createActorSet(
         ),
       );
     }
-    await Promise.all([
-      ...set.engines.map((e) => e.call('ready')),
-      ...set.trainers.map((s) => s.call('ready')),
+    const [engines, trainers] = await Promise.all([
+      Promise.all(set.engines.map((e) => e.call('ready'))),
+      Promise.all(set.trainers.map((s) => s.call('ready'))),
       ...set.pools.map((p) => p.call('ready')),
       ...set.voters.map((v) => v.call('ready')),
       ...set.judgeEngines.map((e) => e.call('ready')),
     ]);
+    set.runtime = {
+      rollout: engines.map((e) => `onnxruntime/${e.provider}`),
+      trainer: trainers.map((t) => `tfjs/${t.backend}`),
+    };
     await set.rebuildRing();
     return set;
   } catch (err) {

@@ -98,6 +98,8 @@ export interface RLJobSummary {
   checkpointDir: string;
   trajectories: TrajectoryCounts;
   recoveries: { engines: number; trainers: number };
+  /** What each rollout engine and trainer shard computed on (see ActorSet.runtime). */
+  runtime: { rollout: string[]; trainer: string[] };
   /**
    * Mean over this run's RL steps of each step's mean |trainer − rollout logprob| (both at the
    * sampling temperature; goal ≤ 1e-3); null when no RL step trained a sample.
@@ -192,6 +194,18 @@ export class RLDriver {
     o.log(
       `actors ready: ${actors.engines.length} rollout engine(s), ${actors.trainers.length} trainer shard(s), ${actors.pools.length} env pool(s), ${actors.judgeEngines.length > 0 ? `${actors.judgeEngines.length} judge engine(s) (${spec.judge.model}, frozen${spec.method !== 'rl' ? `; teacher ${spec.judge.teacher}` : ''})` : `${actors.voters.length} judge voter(s)`}`,
     );
+    o.log(`runtime: rollout ${tally(actors.runtime.rollout)}; trainer ${tally(actors.runtime.trainer)}`);
+    const res = spec.resources;
+    if (res.rollout.gpus > 0 && actors.runtime.rollout.some((r) => r.endsWith('/cpu'))) {
+      o.log(
+        `warning: rollout engines hold ${res.rollout.gpus} GPU(s) each but run on the CPU (no CUDA-enabled onnxruntime here)`,
+      );
+    }
+    if (res.trainer.gpus > 0 && actors.runtime.trainer.some((r) => !r.endsWith('/tensorflow'))) {
+      o.log(
+        `warning: trainer shards hold ${res.trainer.gpus} GPU(s) each but run on ${actors.runtime.trainer.join(', ')} (install @tensorflow/tfjs-node-gpu)`,
+      );
+    }
     const publisher = new WeightPublisher(actors.engines, { registry: o.registry });
     const engines = new EnginePool(actors.engines, {
       publish: async (members, version, weights) => {
@@ -367,6 +381,7 @@ export class RLDriver {
         checkpointDir: this.state.dir,
         trajectories,
         recoveries: { engines: engines.recoveries, trainers: trainers.recoveries },
+        runtime: actors.runtime,
         logprobAbsDiff:
           this.drift.length > 0 ? this.drift.reduce((a, b) => a + b, 0) / this.drift.length : null,
         ...(spec.method === 'opd' || spec.method === 'combine'
@@ -776,4 +791,11 @@ function topLogprobsOn(
     (engine) => engine.call('computeTopLogprobs', [...prompt, ...response], prompt.length, temperature, k),
     isPeerLoss,
   );
+}
+
+/** 'onnxruntime/cpu ×2, onnxruntime/cuda' */
+function tally(names: readonly string[]): string {
+  const counts = new Map<string, number>();
+  for (const n of names) counts.set(n, (counts.get(n) ?? 0) + 1);
+  return [...counts].map(([n, c]) => (c > 1 ? `${n} ×${c}` : n)).join(', ') || 'none';
 }
