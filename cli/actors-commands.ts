@@ -2,9 +2,8 @@
 import type { Command } from 'commander';
 import type { Cluster } from '../actors/runtime/cluster.js';
 import { type ActorView, actorView } from '../actors/runtime/views.js';
-import { NotFoundError } from '../common/errors.js';
-import { withCluster } from './status-commands.js';
-import { table } from './table.js';
+import { ConfigError, NotFoundError } from '../common/errors.js';
+import { ACTOR_STATES, formatActorTable, withCluster } from './status-commands.js';
 
 interface ClientFlags {
   address?: string;
@@ -29,6 +28,22 @@ export async function findActor(cluster: Cluster, target: string, namespace: str
   }
 }
 
+/**
+ * `--state` as the head names states, from any case (`dead`, `alive`) or `pending`; anything
+ * else is refused, since the head would answer an unknown state with an empty list.
+ */
+export function parseActorState(value: string): string {
+  const upper = value.trim().toUpperCase();
+  const state = upper === 'PENDING' ? 'PENDING_CREATION' : upper;
+  if (!(ACTOR_STATES as readonly string[]).includes(state)) {
+    throw new ConfigError(
+      `--state ${JSON.stringify(value)} is not an actor state; use one of ${ACTOR_STATES.join(', ')} (any case)`,
+      { fields: { field: 'state', value } },
+    );
+  }
+  return state;
+}
+
 export function registerActorsCommands(program: Command): void {
   const actors = program.command('actors').description('inspect and kill actors');
 
@@ -37,30 +52,19 @@ export function registerActorsCommands(program: Command): void {
     .description('list actors with their state, node and GPU ids')
     .option('--address <host:port>', 'head address')
     .option('--token <token>', 'cluster token')
-    .option('--state <state>', 'only actors in this state (PENDING_CREATION, ALIVE, RESTARTING, DEAD)')
+    .option(
+      '--state <state>',
+      'only actors in this state (ALIVE, PENDING_CREATION, RESTARTING, DEAD; any case)',
+    )
     .option('--json', 'print JSON')
     .action(async (opts: ClientFlags & { state?: string; json?: boolean }) => {
-      const list = await withCluster(opts, (c) => c.listActors({ state: opts.state }));
+      const state = opts.state === undefined ? undefined : parseActorState(opts.state);
+      const list = await withCluster(opts, (c) => c.listActors({ state }));
       if (opts.json) {
         process.stdout.write(`${JSON.stringify(list, null, 2)}\n`);
         return;
       }
-      process.stdout.write(
-        `${table(
-          ['ACTOR', 'CLASS', 'NAME', 'STATE', 'NODE', 'GPUS', 'RESTARTS', 'PID', 'LIFETIME'],
-          list.map((a) => [
-            a.actorId,
-            a.className,
-            a.name,
-            a.state,
-            a.nodeId,
-            a.gpus.map((g) => (g.fraction === 1 ? String(g.gpuId) : `${g.gpuId}(${g.fraction})`)).join(','),
-            String(a.numRestarts),
-            a.pid ? String(a.pid) : '',
-            a.detached ? 'detached' : '',
-          ]),
-        )}\n`,
-      );
+      process.stdout.write(`${formatActorTable(list)}\n`);
     });
 
   actors

@@ -1,7 +1,12 @@
-/** `clawray status` (the actors' verbs are in actors-commands.ts). */
+/**
+ * `clawray status` (the actors' verbs are in actors-commands.ts). Like `ray status`, it is a
+ * summary: live actors are listed, dead ones only counted (the head keeps up to
+ * --max-dead-actors of them, and a long-lived cluster would otherwise print them all); `--all`
+ * or `clawray actors list --state DEAD` lists them.
+ */
 import type { Command } from 'commander';
 import { Cluster } from '../actors/runtime/cluster.js';
-import type { ClusterStatusView, PendingDemandView } from '../actors/runtime/views.js';
+import type { ActorView, ClusterStatusView, PendingDemandView } from '../actors/runtime/views.js';
 import { resolveAddress } from './cli-parse.js';
 import { resourcePairs, table } from './table.js';
 
@@ -22,7 +27,57 @@ export async function withCluster<T>(
   }
 }
 
-export function formatStatus(s: ClusterStatusView): string {
+/** The actors table of `status` and `actors list`. */
+export function formatActorTable(list: ActorView[]): string {
+  return table(
+    ['ACTOR', 'CLASS', 'NAME', 'STATE', 'NODE', 'GPUS', 'RESTARTS', 'PID', 'LIFETIME'],
+    list.map((a) => [
+      a.actorId,
+      a.className,
+      a.name,
+      a.state,
+      a.nodeId,
+      a.gpus.map((g) => (g.fraction === 1 ? String(g.gpuId) : `${g.gpuId}(${g.fraction})`)).join(','),
+      String(a.numRestarts),
+      a.pid ? String(a.pid) : '',
+      a.detached ? 'detached' : '',
+    ]),
+  );
+}
+
+export interface StatusOptions {
+  /** List dead actors too, not only count them. */
+  all?: boolean;
+}
+
+/** The actor states in the order a person reads them: the live ones first. */
+export const ACTOR_STATES = ['ALIVE', 'PENDING_CREATION', 'RESTARTING', 'DEAD'] as const;
+
+/** How many actors are in each state that has any, live states first. */
+export function actorCounts(actors: ActorView[]): Record<string, number> {
+  const byState = new Map<string, number>();
+  for (const a of actors) byState.set(a.state, (byState.get(a.state) ?? 0) + 1);
+  const rank = (state: string) => {
+    const i = (ACTOR_STATES as readonly string[]).indexOf(state);
+    return i === -1 ? ACTOR_STATES.length : i;
+  };
+  return Object.fromEntries([...byState].sort((a, b) => rank(a[0]) - rank(b[0])));
+}
+
+/** What `status --json` prints: the status with dead actors left out unless `all`, and counts. */
+export function statusJson(
+  s: ClusterStatusView,
+  options: StatusOptions = {},
+): ClusterStatusView & { actorCounts: Record<string, number>; deadActorsListed: boolean } {
+  return {
+    ...s,
+    actors: options.all ? s.actors : s.actors.filter((a) => a.state !== 'DEAD'),
+    actorCounts: actorCounts(s.actors),
+    deadActorsListed: Boolean(options.all),
+  };
+}
+
+export function formatStatus(s: ClusterStatusView, options: StatusOptions = {}): string {
   const nodes = table(
     ['NODE', 'STATE', 'ADDRESS', 'AVAILABLE/TOTAL', 'GPUS FREE'],
     s.nodes.map((n) => [
@@ -33,9 +88,22 @@ export function formatStatus(s: ClusterStatusView): string {
       n.gpusAvailable.map((g) => `${g.gpuId}:${g.fraction}`).join(' '),
     ]),
   );
-  const counts = new Map<string, number>();
-  for (const a of s.actors) counts.set(a.state, (counts.get(a.state) ?? 0) + 1);
-  const actorLine = [...counts].map(([state, n]) => `${n} ${state}`).join(', ') || 'none';
+  const counts = actorCounts(s.actors);
+  const actorLine =
+    Object.entries(counts)
+      .map(([state, n]) => `${n} ${state}`)
+      .join(', ') || 'none';
+  const listed = options.all ? s.actors : s.actors.filter((a) => a.state !== 'DEAD');
+  const dead = counts.DEAD ?? 0;
+  const actorLines = [
+    `actors: ${actorLine}${s.droppedDeadActors ? ` (and ${s.droppedDeadActors} older dead no longer kept)` : ''}`,
+  ];
+  if (listed.length > 0) actorLines.push(formatActorTable(listed));
+  if (dead > 0 && !options.all) {
+    actorLines.push(
+      `(${dead} dead actor${dead === 1 ? '' : 's'} not listed: clawray status --all, or clawray actors list --state DEAD)`,
+    );
+  }
   const groups = s.placementGroups.length
     ? table(
         ['PLACEMENT GROUP', 'NAME', 'STRATEGY', 'STATE', 'BUNDLES (node: GPU ids)'],
@@ -55,7 +123,7 @@ export function formatStatus(s: ClusterStatusView): string {
     '',
     nodes,
     '',
-    `actors: ${actorLine}${s.droppedDeadActors ? ` (and ${s.droppedDeadActors} older dead no longer kept)` : ''}`,
+    ...actorLines,
     '',
     groups,
     '',
@@ -97,12 +165,19 @@ function formatMap(r: Record<string, number>): string {
 export function registerStatusCommands(program: Command): void {
   program
     .command('status')
-    .description('show nodes (state, available/total resources), actor counts and placement groups')
+    .description(
+      'show nodes (state, available/total resources), live actors, counts of actors by state, placement groups and pending demands',
+    )
     .option('--address <host:port>', 'head address (default: CLAWRAY_ADDRESS or the local head)')
     .option('--token <token>', 'cluster token (default: CLAWRAY_TOKEN or the local token file)')
-    .option('--json', 'print JSON')
-    .action(async (opts: { address?: string; token?: string; json?: boolean }) => {
+    .option('--all', 'list dead actors too (by default they are only counted)')
+    .option('--json', 'print JSON (actorCounts has every state; actors lists dead ones only with --all)')
+    .action(async (opts: { address?: string; token?: string; json?: boolean; all?: boolean }) => {
       const status = await withCluster(opts, (c) => c.status());
-      process.stdout.write(opts.json ? `${JSON.stringify(status, null, 2)}\n` : `${formatStatus(status)}\n`);
+      process.stdout.write(
+        opts.json
+          ? `${JSON.stringify(statusJson(status, opts), null, 2)}\n`
+          : `${formatStatus(status, opts)}\n`,
+      );
     });
 }

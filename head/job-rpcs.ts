@@ -76,15 +76,25 @@ export function jobHandlers(
     },
     DownloadPackage: (call: grpc.ServerWritableStream<PackageRef__Output, PackageChunk>) => {
       if (!isAuthorized(guard, call.metadata)) {
-        call.destroy(toServiceError(unauthenticated(guard.serverName())) as Error);
+        failStream(call, unauthenticated(guard.serverName()));
         return;
       }
       sendPackage(call, store).then(
         () => call.end(),
-        (err: unknown) => call.destroy(toServiceError(err) as Error),
+        (err: unknown) => failStream(call, err),
       );
     },
   };
+}
+
+/**
+ * Ends a server stream with `err` as its status. grpc-js sends the status of a writable server
+ * stream from its `error` event; `destroy(err)` tears the stream down without ever sending one,
+ * which left clients waiting for good.
+ */
+function failStream(call: grpc.ServerWritableStream<PackageRef__Output, PackageChunk>, err: unknown): void {
+  if (call.cancelled || call.destroyed || call.writableEnded) return;
+  call.emit('error', toServiceError(err));
 }
 
 async function receivePackage(
@@ -131,6 +141,8 @@ async function sendPackage(
   const manifest = await store.get<PackageManifest>('packages', hash);
   if (!manifest) throw new NotFoundError(`no package ${hash} in the cluster store`, { fields: { hash } });
   for (let i = 0; i < manifest.chunks; i++) {
+    // A client that went away stops the reads: nothing is left waiting for a `drain`.
+    if (call.cancelled || call.destroyed) return;
     const data = await store.get<string>('packages', `${hash}/${i}`);
     if (data === undefined) throw new NotFoundError(`package ${hash} is missing chunk ${i}`);
     const ok = call.write({
@@ -138,6 +150,21 @@ async function sendPackage(
       data: Buffer.from(data, 'base64'),
       sizeBytes: i === 0 ? manifest.sizeBytes : 0,
     });
-    if (!ok) await new Promise((resolve) => call.once('drain', resolve));
+    if (!ok) await drainedOrGone(call);
   }
+}
+
+/** Resolves once the stream can take more, or once the client cancelled or it closed. */
+function drainedOrGone(call: grpc.ServerWritableStream<PackageRef__Output, PackageChunk>): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      call.off('drain', done);
+      call.off('cancelled', done);
+      call.off('close', done);
+      resolve();
+    };
+    call.once('drain', done);
+    call.once('cancelled', done);
+    call.once('close', done);
+  });
 }

@@ -10,6 +10,7 @@ import { lstat, open, readdir, readlink, realpath } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { ConfigError } from '../../common/errors.js';
 import type { IgnoreRules } from './ignore.js';
+import { describeProblem, PackageLinks, UnsafeSymlinkError } from './package-links.js';
 import type { TarEntryKind } from './tar.js';
 
 export interface TreeEntry {
@@ -38,7 +39,8 @@ const byPath = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
  * Every directory, file and symlink under `root` (not `root` itself) that `ignore` keeps, parents
  * before children. Excluded directories are not entered. Sockets, FIFOs and devices are passed
  * over: they have no content to ship. Symlinks that lead outside the tree are refused, all of them
- * named in one error.
+ * named in one UnsafeSymlinkError: on the disk, and through each other as the worker will resolve
+ * them (see package-links.ts), so a package this makes is one every worker unpacks.
  */
 export async function walkTree(root: string, ignore?: IgnoreRules): Promise<TreeEntry[]> {
   const realRoot = await realpath(root);
@@ -79,10 +81,14 @@ export async function walkTree(root: string, ignore?: IgnoreRules): Promise<Tree
   }
 
   await visit('');
+  // Checked once all are known: a link may lead out through one later in the walk.
+  const links = new PackageLinks();
+  for (const e of entries) if (e.kind === 'symlink') links.add(e.path, e.linkTarget!);
+  for (const problem of links.problems()) outside.push(describeProblem(problem));
   if (outside.length > 0) {
     const shown = outside.slice(0, 10).join(', ');
     const more = outside.length > 10 ? ` and ${outside.length - 10} more` : '';
-    throw new ConfigError(
+    throw new UnsafeSymlinkError(
       `${root}: symlinks that point outside the directory cannot be packaged (the worker would not ` +
         `have their targets): ${shown}${more}. Copy what they point to into the directory, or ` +
         `leave them out with excludes or a .clawrayignore file.`,

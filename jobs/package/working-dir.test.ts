@@ -435,7 +435,7 @@ describe('unpackWorkingDir', () => {
       )) as ConfigError;
       expect(err, what).toBeInstanceOf(ConfigError);
       expect(err.message, what).toMatch(message);
-      expect(err.fields.reason, what).toMatch(/^(unsafe-entry|malformed)$/);
+      expect(err.fields.reason, what).toMatch(/^(unsafe-entry|unsafe-symlink|malformed)$/);
       expect(await allPaths(root), what).toEqual(['cache']);
     }
     expect(existsSync(absolute)).toBe(false);

@@ -30,6 +30,7 @@ import { createGunzip, createGzip } from 'node:zlib';
 import { ConfigError, type ErrorFields, registerErrorClass } from '../../common/errors.js';
 import { clawrayHome } from '../../common/home.js';
 import { IgnoreRules } from './ignore.js';
+import { describeProblem, PackageLinks, UnsafeSymlinkError } from './package-links.js';
 import { END_OF_ARCHIVE, encodeHeader, padding, readTar, TarFormatError } from './tar.js';
 import { ContentHash, isInside, READ_CHUNK, type TreeEntry, walkTree } from './tree.js';
 
@@ -397,6 +398,15 @@ async function extract(
 ): Promise<string> {
   const unsafe = (entry: string, why: string) =>
     refused(packed.hash, 'unsafe-entry', `entry ${JSON.stringify(entry)} ${why}`, { entry });
+  const unsafeLink = (entry: string, linkTarget: string, why: string, chain: string[] = []) =>
+    refused(
+      packed.hash,
+      'unsafe-symlink',
+      `entry ${JSON.stringify(entry)} is a symlink that ${why} (its target: ${JSON.stringify(linkTarget)})`,
+      { entry, linkTarget, chain: chain.length > 0 ? chain.join(', ') : undefined },
+      undefined,
+      UnsafeSymlinkError,
+    );
   const gunzip = createGunzip({ chunkSize: READ_CHUNK });
   gunzip.end(packed.bytes);
   // Counting the whole stream, headers included, also bounds a flood of empty entries.
@@ -415,7 +425,7 @@ async function extract(
   const hash = new ContentHash();
   const dirs = new Set<string>(['']);
   const leaves = new Set<string>();
-  const links: string[] = [];
+  const links = new PackageLinks();
 
   const makeDir = async (rel: string) => {
     await mkdir(join(dest, rel), { mode: 0o755 });
@@ -447,11 +457,11 @@ async function extract(
           resolved === '..' ||
           resolved.startsWith('../')
         ) {
-          throw unsafe(e.path, `is a symlink that points outside: ${JSON.stringify(link)}`);
+          throw unsafeLink(e.path, link, 'points outside the package');
         }
         await symlink(link, full);
         leaves.add(rel);
-        links.push(rel);
+        links.add(rel, link);
         hash.symlink(rel, link);
       } else {
         const exec = (e.mode & 0o100) !== 0;
@@ -477,18 +487,29 @@ async function extract(
         hash.file(rel, exec, sha.digest('hex'));
       }
     }
-    // Each link was checked alone; together they can still lead out (`a -> .`, then
-    // `b -> a/..`), which only resolving them shows.
+    // Each link was checked alone; together they can still lead out (`d/e/up -> ../..`, then
+    // `b -> d/e/up/../x`), dangling or not, which only resolving them through each other shows.
+    const [problem] = links.problems();
+    if (problem) {
+      const why =
+        problem.why === 'absolute'
+          ? 'leads to an absolute path through other symlinks'
+          : problem.why === 'loop'
+            ? 'never resolves (a symlink loop)'
+            : 'resolves outside the package through other symlinks';
+      throw unsafeLink(problem.path, problem.target, `${why}: ${describeProblem(problem)}`, problem.chain);
+    }
+    // Belt and braces: what the lexical walk allowed must not resolve outside on the disk either.
     const realDest = await realpath(dest);
-    for (const rel of links) {
+    for (const rel of links.paths()) {
       let real: string | undefined;
       try {
         real = await realpath(join(dest, rel));
       } catch {
-        // Dangling: it leads nowhere yet, and the lexical check above kept it inside.
+        // Dangling: nothing on the disk to resolve; the walk above kept it inside.
       }
       if (real !== undefined && !isInside(realDest, real)) {
-        throw unsafe(rel, 'is a symlink that resolves outside');
+        throw unsafeLink(rel, links.target(rel) ?? '', 'resolves outside the package');
       }
     }
     return hash.digest();
@@ -547,8 +568,9 @@ function refused(
   detail: string,
   fields: ErrorFields = {},
   cause?: unknown,
+  Kind: typeof ConfigError = ConfigError,
 ): ConfigError {
-  return new ConfigError(`working-directory package ${hash} was refused: ${detail}; nothing was unpacked`, {
+  return new Kind(`working-directory package ${hash} was refused: ${detail}; nothing was unpacked`, {
     cause,
     fields: { hash, reason, ...fields },
   });

@@ -8,12 +8,13 @@ import {
   rmSync,
   statSync,
   symlinkSync,
+  writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { packageRoot } from '../../common/package-root.js';
-import { clawrayBinDir, entrypointEnv, linkClawrayPackage } from './entrypoint-env.js';
+import { clawrayBinDir, clawrayImportOption, entrypointEnv, linkClawrayPackage } from './entrypoint-env.js';
 
 describe("what a job's entrypoint finds around it", () => {
   const dir = mkdtempSync(join(tmpdir(), 'clawray-entrypoint-env-'));
@@ -89,5 +90,34 @@ describe("what a job's entrypoint finds around it", () => {
     linkClawrayPackage(wd);
     expect(lstatSync(link).isDirectory()).toBe(true);
     expect(readdirSync(join(wd, 'node_modules'))).toEqual(['clawray']);
+  });
+
+  it("lets a script with no node_modules above it import clawray, the user's NODE_OPTIONS kept", () => {
+    const elsewhere = join(dir, 'no-modules');
+    mkdirSync(elsewhere);
+    const script = join(elsewhere, 'driver.mjs');
+    writeFileSync(
+      script,
+      "import { connect } from 'clawray';\n" +
+        "const pkg = await import('clawray/package.json', { with: { type: 'json' } });\n" +
+        "console.log(typeof connect, pkg.default.name, process.env.NODE_OPTIONS.split(' ').length);\n",
+    );
+    const options = { address: 'a', token: 't', submissionId: 'j', attempt: 1, binDir: '/b' };
+    const run = (env: NodeJS.ProcessEnv) =>
+      spawnSync(process.execPath, [script], { cwd: elsewhere, env, encoding: 'utf8' });
+
+    const without = run(entrypointEnv({ PATH: process.env.PATH }, options));
+    expect(without.stderr).toContain('ERR_MODULE_NOT_FOUND');
+
+    const base = { PATH: process.env.PATH, NODE_OPTIONS: '--max-old-space-size=256' };
+    const env = entrypointEnv(base, { ...options, nodeOption: clawrayImportOption() });
+    expect(env.NODE_OPTIONS).toBe(`--max-old-space-size=256 ${clawrayImportOption()}`);
+    // Passed along again (a job's entrypoint is itself a job's environment): not added twice.
+    expect(entrypointEnv(env, { ...options, nodeOption: clawrayImportOption() }).NODE_OPTIONS).toBe(
+      env.NODE_OPTIONS,
+    );
+    const ok = run(env);
+    expect(ok.stderr).toBe('');
+    expect(ok.stdout.trim()).toMatch(/^function clawray 2$/);
   });
 });

@@ -2,7 +2,8 @@
  * What a job's entrypoint finds around it, wherever its supervisor runs: `clawray` on PATH
  * meaning this very install (so `clawray rljob run job.yaml` — an RL job's entrypoint — and
  * `clawray status` work on a node where clawray is not installed globally), `import 'clawray'`
- * resolving from an uploaded working dir, and the CLAWRAY_* variables of the job (the cluster
+ * resolving from an uploaded working dir (a `node_modules/clawray` link) and from anywhere else
+ * (resolution hooks in NODE_OPTIONS), and the CLAWRAY_* variables of the job (the cluster
  * store's address too when it is Redis: an RL driver keeps its trajectory streams there).
  */
 import { createHash } from 'node:crypto';
@@ -17,6 +18,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { clawrayHome } from '../../common/home.js';
 import type { DriverStore } from '../../common/job-names.js';
 import { distEntry, packageRoot } from '../../common/package-root.js';
@@ -81,6 +83,15 @@ function sameFile(a: string, b: string): boolean {
   }
 }
 
+/**
+ * The NODE_OPTIONS entry that makes `import 'clawray'` resolve to this install in any Node
+ * process of a job, whatever folder its script is in (see clawray-resolve-hooks.ts). A file
+ * URL, so a path with spaces needs no quoting inside NODE_OPTIONS.
+ */
+export function clawrayImportOption(): string {
+  return `--import=${pathToFileURL(distEntry('jobs/supervisor/clawray-import')).href}`;
+}
+
 export interface EntrypointEnvOptions {
   address: string;
   token: string;
@@ -88,6 +99,8 @@ export interface EntrypointEnvOptions {
   attempt: number;
   binDir: string;
   store?: DriverStore;
+  /** Added to NODE_OPTIONS (after what the supervisor's already holds), e.g. clawrayImportOption(). */
+  nodeOption?: string;
 }
 
 /** The supervisor's environment, made into a driver's. */
@@ -103,6 +116,13 @@ export function entrypointEnv(base: NodeJS.ProcessEnv, o: EntrypointEnvOptions):
   if (o.store) {
     env.CLAWRAY_STORE_URL = o.store.url;
     env.CLAWRAY_CLUSTER_NAME = o.store.cluster;
+  }
+  if (o.nodeOption) {
+    const current = base.NODE_OPTIONS?.trim();
+    // Never twice: a job's entrypoint may itself be a supervisor's environment passed along.
+    if (!current?.split(/\s+/).includes(o.nodeOption)) {
+      env.NODE_OPTIONS = current ? `${current} ${o.nodeOption}` : o.nodeOption;
+    }
   }
   // The entrypoint is a driver, not this actor: it must not think it runs inside one, and it
   // sees the machine's GPUs (the supervisor reserved none).

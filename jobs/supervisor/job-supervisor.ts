@@ -35,7 +35,7 @@ import {
 } from '../../common/job-names.js';
 import { completeUtf8, utf8BoundaryAfter } from '../../common/utf8.js';
 import { packageCacheRoot, unpackWorkingDir } from '../package/working-dir.js';
-import { clawrayBinDir, entrypointEnv, linkClawrayPackage } from './entrypoint-env.js';
+import { clawrayBinDir, clawrayImportOption, entrypointEnv, linkClawrayPackage } from './entrypoint-env.js';
 import { JobsClient, type LogChunk } from './jobs-client.js';
 
 export type { LogChunk, SupervisorConfig };
@@ -159,6 +159,7 @@ export class JobSupervisor {
       attempt,
       binDir: clawrayBinDir(),
       store: this.config.store,
+      nodeOption: clawrayImportOption(),
     });
     // The driver is a plain process: its metrics reach this node's /metrics through us.
     const metricsFile = `${this.logPath}.metrics.json`;

@@ -141,28 +141,42 @@ export class JobsClient {
     return true;
   }
 
+  /**
+   * The package's bytes. A wrong token rejects with AuthError, a package the head does not have
+   * with NotFoundError, a malformed hash with ConfigError, all at once; an unreachable head is
+   * retried for `retryForMs` like every other request.
+   */
   async downloadPackage(hash: string): Promise<Buffer> {
-    const stream = this.client.DownloadPackage({ hash }, authMetadata(new grpc.Metadata(), this.token));
-    const parts: Buffer[] = [];
-    try {
-      for await (const chunk of stream as AsyncIterable<PackageChunk__Output>)
-        parts.push(Buffer.from(chunk.data));
-    } catch (err) {
-      throw fromServiceError(err, this.target);
-    }
-    return Buffer.concat(parts);
+    return this.retrying(async () => {
+      const stream = this.client.DownloadPackage({ hash }, authMetadata(new grpc.Metadata(), this.token));
+      const parts: Buffer[] = [];
+      try {
+        for await (const chunk of stream as AsyncIterable<PackageChunk__Output>)
+          parts.push(Buffer.from(chunk.data));
+      } catch (err) {
+        throw fromServiceError(err, this.target);
+      }
+      return Buffer.concat(parts);
+    });
   }
 
   close(): void {
     this.client.close();
   }
 
-  private async call<Reply>(method: string, request: unknown): Promise<Reply> {
+  private call<Reply>(method: string, request: unknown): Promise<Reply> {
+    return this.retrying(() =>
+      unaryCall<Reply>(this.client, method, request, this.token, this.target, 10_000),
+    );
+  }
+
+  /** Runs `attempt` again while the head is unreachable, for `retryForMs`. */
+  private async retrying<T>(attempt: () => Promise<T>): Promise<T> {
     const giveUpAt = Date.now() + this.retryForMs;
     const backoff = new Backoff({ initialMs: 100, maxMs: 2000 });
     for (;;) {
       try {
-        return await unaryCall<Reply>(this.client, method, request, this.token, this.target, 10_000);
+        return await attempt();
       } catch (err) {
         if (!(err instanceof UnavailableError) || Date.now() >= giveUpAt) throw err;
         await sleep(Math.min(backoff.next(), Math.max(1, giveUpAt - Date.now())));
