@@ -8,6 +8,8 @@ import { constants as osConstants, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { runSandboxed } from '../actors/envs/sandbox/sandbox.js';
+import { SANDBOX_DEFAULTS as D } from '../actors/envs/sandbox/sandbox-limits.js';
+import { ConfigError } from '../common/errors.js';
 import { int } from './cli-parse.js';
 
 export const EXIT_TIMEOUT = 124;
@@ -36,10 +38,56 @@ export function registerSandboxCommand(program: Command): void {
       (value: string, previous: string[]) => [...previous, value],
       [] as string[],
     )
-    .option('--timeout-ms <n>', 'wall-clock limit; exit code 124 when reached', int('--timeout-ms'), 30_000)
-    .option('--memory-mb <n>', 'address-space limit per process (RLIMIT_AS)', int('--memory-mb'))
-    .option('--cpu-seconds <n>', 'CPU-time limit per process (RLIMIT_CPU)', int('--cpu-seconds'))
-    .option('--max-processes <n>', 'process limit of the sandbox user (RLIMIT_NPROC)', int('--max-processes'))
+    .option(
+      '--timeout-ms <n>',
+      'wall-clock limit; exit code 124 when reached',
+      int('--timeout-ms'),
+      D.timeoutMs,
+    )
+    .option(
+      '--memory-mb <n>',
+      `address-space limit per process, RLIMIT_AS (default ${D.memoryMb})`,
+      int('--memory-mb'),
+    )
+    .option(
+      '--cpu-seconds <n>',
+      'CPU-time limit per process, RLIMIT_CPU (default: none)',
+      int('--cpu-seconds'),
+    )
+    .option(
+      '--max-processes <n>',
+      `process limit of the sandbox user, RLIMIT_NPROC (default ${D.maxProcesses})`,
+      int('--max-processes'),
+    )
+    .option(
+      '--max-file-mb <n>',
+      `largest file written, RLIMIT_FSIZE (default ${D.maxFileMb})`,
+      int('--max-file-mb'),
+    )
+    .option(
+      '--tmp-size-mb <n>',
+      `size of the private /tmp tmpfs (default ${D.tmpSizeMb})`,
+      int('--tmp-size-mb'),
+    )
+    .option(
+      '--tmp-max-files <n>',
+      `files the private /tmp may hold, as root (default ${D.tmpMaxFiles})`,
+      int('--tmp-max-files'),
+    )
+    .option(
+      '--workspace-max-mb <n>',
+      `disk the workspace may use; past it the command is killed (default ${D.workspaceMaxMb})`,
+      int('--workspace-max-mb'),
+    )
+    .option(
+      '--workspace-max-files <n>',
+      `files the workspace may hold; past it the command is killed (default ${D.workspaceMaxFiles})`,
+      int('--workspace-max-files'),
+    )
+    .option(
+      '--no-seccomp',
+      'without the seccomp filter (user namespaces, mount, ptrace, bpf… then reach the kernel): only for trusted commands that need them',
+    )
     .option('--max-output-bytes <n>', 'stdout + stderr kept before the run is cut', int('--max-output-bytes'))
     .action(async (command: string[], o) => {
       const fresh = o.workspace === undefined;
@@ -61,8 +109,25 @@ interface ExecOptions {
   memoryMb?: number;
   cpuSeconds?: number;
   maxProcesses?: number;
+  maxFileMb?: number;
+  tmpSizeMb?: number;
+  tmpMaxFiles?: number;
+  workspaceMaxMb?: number;
+  workspaceMaxFiles?: number;
+  seccomp: boolean;
   maxOutputBytes?: number;
   chownWorkspace?: boolean;
+}
+
+/** The flag that sets each limit a run can go past, for the message. */
+const LIMIT_FLAGS = {
+  workspaceMaxMb: '--workspace-max-mb',
+  workspaceMaxFiles: '--workspace-max-files',
+} as const;
+
+/** A ConfigError of runSandboxed names the option (memoryMb); here the flag (--memory-mb) is what was typed. */
+function flagOf(field: string): string {
+  return `--${field.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
 }
 
 async function execIn(command: string[], workspace: string, fresh: boolean, o: ExecOptions): Promise<void> {
@@ -77,10 +142,33 @@ async function execIn(command: string[], workspace: string, fresh: boolean, o: E
     memoryMb: o.memoryMb,
     cpuSeconds: o.cpuSeconds,
     maxProcesses: o.maxProcesses,
+    maxFileMb: o.maxFileMb,
+    tmpSizeMb: o.tmpSizeMb,
+    tmpMaxFiles: o.tmpMaxFiles,
+    workspaceMaxMb: o.workspaceMaxMb,
+    workspaceMaxFiles: o.workspaceMaxFiles,
+    seccomp: o.seccomp,
     maxOutputBytes: o.maxOutputBytes,
     onOutput: (stream, chunk) => (stream === 'stdout' ? process.stdout : process.stderr).write(chunk),
+  }).catch((err: unknown) => {
+    if (!(err instanceof ConfigError) || typeof err.fields.field !== 'string') throw err;
+    const field = err.fields.field;
+    throw new ConfigError(err.message.replace(`sandbox: ${field}`, `sandbox exec ${flagOf(field)}`), {
+      fields: err.fields,
+      cause: err,
+    });
   });
   if (result.truncated) process.stderr.write('clawray: output limit reached; the command was killed\n');
+  if (result.limitExceeded) {
+    const { bytes, files } = result.workspaceUsage;
+    process.stderr.write(
+      `clawray: the workspace went past ${LIMIT_FLAGS[result.limitExceeded]} (it holds ${files} files, ${Math.ceil(bytes / 1024 / 1024)} MiB); the command ${result.signal === 'SIGKILL' ? 'was killed' : 'failed'}\n`,
+    );
+    if (result.exitCode === null && result.signal === null) {
+      process.exitCode = 1;
+      return;
+    }
+  }
   if (result.timedOut) {
     process.stderr.write(`clawray: timed out after ${o.timeoutMs} ms; the command was killed\n`);
     process.exitCode = EXIT_TIMEOUT;

@@ -457,6 +457,23 @@ describe.skipIf(!hasBwrap)('clawray sandbox exec', () => {
     }
   });
 
+  it('sets the limits by flag, names a bad one, and turns the seccomp filter off only when asked', () => {
+    const bad = exec(['--memory-mb', '10', '--', 'true']);
+    expect(bad.stderr).toContain('--memory-mb must be a whole number from 64');
+    expect(bad.status).not.toBe(0);
+    const bigFile = exec(['--max-file-mb', '1', '--', 'sh', '-c', 'head -c 2000000 /dev/zero > f']);
+    expect(bigFile.status).not.toBe(0);
+    const files = exec(['--workspace-max-files', '5', '--', 'sh', '-c', 'touch a b c d e f g']);
+    expect(files.stderr).toMatch(/went past --workspace-max-files \(it holds 8 files/);
+    expect(files.status).toBe(1);
+    const probe = ['--', 'perl', '-e', 'syscall(SYS, 0, 0, 0, 0, 0); print $! + 0'];
+    const mountNr = String(process.arch === 'arm64' ? 40 : 165);
+    const on = exec(probe.map((a) => a.replace('SYS', mountNr)));
+    expect(on.stdout).toBe('1'); // EPERM from the filter
+    const off = exec(['--no-seccomp', ...probe.map((a) => a.replace('SYS', mountNr))]);
+    expect(off.stdout).toBe('14'); // EFAULT from the kernel
+  });
+
   it('keeps the fresh workspace with --keep-workspace and says where', () => {
     const kept = exec(['--keep-workspace', '--', 'sh', '-c', 'echo data > out']);
     expect(kept.status).toBe(0);

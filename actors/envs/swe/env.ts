@@ -27,6 +27,7 @@ import {
   type StepResult,
   type ToolMessage,
 } from '../environment.js';
+import { compileSandboxLimits } from '../sandbox/sandbox-limits.js';
 import { MalformedToolCall, parseToolCall, toolCallId, toolReply } from '../tool-calls.js';
 import type { Split } from '../track.js';
 import { type Grade, type GraderOptions, gradePatch, takeDiff } from './grader.js';
@@ -78,6 +79,12 @@ export const SWE_SETTINGS = z.strictObject({
   memoryMb: z.number().int().min(64).default(DEFAULT_SANDBOX_LIMITS.memoryMb),
   maxProcesses: z.number().int().min(8).default(DEFAULT_SANDBOX_LIMITS.maxProcesses),
   tmpSizeMb: z.number().int().min(1).default(DEFAULT_SANDBOX_LIMITS.tmpSizeMb),
+  /** The sandbox's other limits (actors/envs/sandbox/sandbox-limits.ts); unset, its defaults hold. */
+  maxFileMb: z.number().int().min(1).optional(),
+  tmpMaxFiles: z.number().int().min(16).optional(),
+  workspaceMaxMb: z.number().int().min(1).optional(),
+  workspaceMaxFiles: z.number().int().min(1).optional(),
+  seccomp: z.boolean().optional(),
   /** Where snapshots and workspaces live (default: the OS temp dir). */
   workDir: z.string().min(1).optional(),
   systemPrompt: z.string().min(1).default(DEFAULT_SYSTEM_PROMPT),
@@ -176,7 +183,18 @@ export class SweEnvironment implements Environment<SweInfo> {
       [this.pool[i], this.pool[j]] = [this.pool[j], this.pool[i]];
     }
     const s = this.settings;
-    const sandbox = { memoryMb: s.memoryMb, maxProcesses: s.maxProcesses, tmpSizeMb: s.tmpSizeMb };
+    const sandbox = {
+      memoryMb: s.memoryMb,
+      maxProcesses: s.maxProcesses,
+      tmpSizeMb: s.tmpSizeMb,
+      maxFileMb: s.maxFileMb,
+      tmpMaxFiles: s.tmpMaxFiles,
+      workspaceMaxMb: s.workspaceMaxMb,
+      workspaceMaxFiles: s.workspaceMaxFiles,
+      seccomp: s.seccomp,
+    };
+    // The sandbox checks its own ranges (a ConfigError naming the field) before any episode runs.
+    compileSandboxLimits(sandbox);
     this.toolLimits = { sandbox, commandTimeoutMs: s.commandTimeoutMs, maxOutputChars: s.maxOutputChars };
     this.graderOptions = {
       limits: sandbox,

@@ -13,6 +13,12 @@ export interface SandboxLimits {
   maxProcesses: number;
   /** Size of the private /tmp, in MiB. */
   tmpSizeMb: number;
+  /** The sandbox's other limits (sandbox-limits.ts); unset, its defaults hold. */
+  maxFileMb?: number;
+  tmpMaxFiles?: number;
+  workspaceMaxMb?: number;
+  workspaceMaxFiles?: number;
+  seccomp?: boolean;
 }
 
 export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = { memoryMb: 8192, maxProcesses: 256, tmpSizeMb: 256 };
@@ -63,6 +69,11 @@ export function sandboxed(argv: string[], run: ShellRun): Promise<SandboxResult>
     memoryMb: run.limits.memoryMb,
     maxProcesses: run.limits.maxProcesses,
     tmpSizeMb: run.limits.tmpSizeMb,
+    maxFileMb: run.limits.maxFileMb,
+    tmpMaxFiles: run.limits.tmpMaxFiles,
+    workspaceMaxMb: run.limits.workspaceMaxMb,
+    workspaceMaxFiles: run.limits.workspaceMaxFiles,
+    seccomp: run.limits.seccomp,
     maxOutputBytes: run.maxOutputBytes,
     env: { ...SANDBOX_ENV, ...run.env },
     stdin: run.stdin,

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { ConfigError } from '../../../common/errors.js';
 import { describeIssues } from '../jsonl-records.js';
+import { compileSandboxLimits } from '../sandbox/sandbox-limits.js';
 import type { Track, TrackEnvOptions } from '../track.js';
 import { TerminalEnvironment } from './env.js';
 import { buildTerminalSuite } from './suite.js';
@@ -25,6 +26,11 @@ export const terminalSettingsSchema = z.strictObject({
   memoryMb: positiveInt().optional(),
   maxProcesses: positiveInt().optional(),
   maxFileMb: positiveInt().optional(),
+  tmpSizeMb: positiveInt().optional(),
+  tmpMaxFiles: positiveInt().optional(),
+  workspaceMaxMb: positiveInt().optional(),
+  workspaceMaxFiles: positiveInt().optional(),
+  seccomp: z.boolean().optional(),
   systemPrompt: z.string().min(1).optional(),
   workDir: z.string().min(1).optional(),
 });
@@ -38,10 +44,30 @@ export function createTerminalEnvironment(
 ): TerminalEnvironment {
   const parsed = terminalSettingsSchema.safeParse(options.settings ?? {});
   if (!parsed.success) throw new ConfigError(`terminal env settings: ${describeIssues(parsed.error)}`);
-  const { memoryMb, maxProcesses, maxFileMb, ...rest } = parsed.data;
-  const limits = Object.fromEntries(
-    Object.entries({ memoryMb, maxProcesses, maxFileMb }).filter(([, v]) => v !== undefined),
-  );
+  const {
+    memoryMb,
+    maxProcesses,
+    maxFileMb,
+    tmpSizeMb,
+    tmpMaxFiles,
+    workspaceMaxMb,
+    workspaceMaxFiles,
+    seccomp,
+    ...rest
+  } = parsed.data;
+  const sandbox = {
+    memoryMb,
+    maxProcesses,
+    maxFileMb,
+    tmpSizeMb,
+    tmpMaxFiles,
+    workspaceMaxMb,
+    workspaceMaxFiles,
+    seccomp,
+  };
+  // The sandbox checks its own ranges (a ConfigError naming the field) before any episode runs.
+  compileSandboxLimits(sandbox);
+  const limits = Object.fromEntries(Object.entries(sandbox).filter(([, v]) => v !== undefined));
   return new TerminalEnvironment({ tasks, split: options.split, seed: options.seed, limits, ...rest });
 }
 

@@ -36,6 +36,12 @@ export interface SandboxLimits {
   maxFileMb: number;
   /** Output kept per command before it is killed, bytes. */
   maxOutputBytes: number;
+  /** The sandbox's other limits (sandbox-limits.ts); unset, its defaults hold. */
+  tmpSizeMb?: number;
+  tmpMaxFiles?: number;
+  workspaceMaxMb?: number;
+  workspaceMaxFiles?: number;
+  seccomp?: boolean;
 }
 
 export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = {
@@ -211,6 +217,11 @@ export class Workspace {
       memoryMb: this.limits.memoryMb,
       maxProcesses: this.limits.maxProcesses,
       maxFileMb: this.limits.maxFileMb,
+      tmpSizeMb: this.limits.tmpSizeMb,
+      tmpMaxFiles: this.limits.tmpMaxFiles,
+      workspaceMaxMb: this.limits.workspaceMaxMb,
+      workspaceMaxFiles: this.limits.workspaceMaxFiles,
+      seccomp: this.limits.seccomp,
       maxOutputBytes: extra.maxOutputBytes ?? this.limits.maxOutputBytes,
       ...(extra.stdin === undefined ? {} : { stdin: extra.stdin }),
       ...(extra.env ? { env: extra.env } : {}),
