@@ -24,6 +24,11 @@ export type {
 } from './environment.js';
 export { runSandboxed, type SandboxOptions, type SandboxResult } from './sandbox/sandbox.js';
 export {
+  compileSandboxLimits,
+  SANDBOX_DEFAULTS,
+  type SandboxLimitOptions,
+} from './sandbox/sandbox-limits.js';
+export {
   DO_NOTHING_ACTION,
   type Split,
   TRACK_NAMES,
