@@ -4,7 +4,7 @@
  */
 process.env.CLAWRAY_LOG_LEVEL ??= 'warn';
 
-type Bench = () => Promise<Record<string, unknown>>;
+type Bench = () => Promise<Record<string, unknown> | Record<string, unknown>[]>;
 
 // Imported lazily so the log level above is set before any cluster code loads.
 const BENCHES: Record<string, { describe: string; run: Bench }> = {
@@ -19,7 +19,7 @@ const BENCHES: Record<string, { describe: string; run: Bench }> = {
   },
   rollout: {
     describe:
-      'rollout engine on the small preset: 16 vs 1 concurrent requests, KV cache vs recompute, TTFT, weight swap',
+      'rollout engine: small preset 16 vs 1 concurrent, KV cache vs recompute, TTFT, swap; top_p vs plain sampling on 152k tokens; a qwen3-0.6b shape line (CLAWRAY_BENCH_ROLLOUT picks sets)',
     run: async () => (await import('./rollout-bench.js')).runRolloutBench(),
   },
   allreduce: {
@@ -34,6 +34,11 @@ const BENCHES: Record<string, { describe: string; run: Bench }> = {
   pipeline: {
     describe: 'samples/s of the same RL job (toolcall, tiny model) asynchronous vs synchronous',
     run: async () => (await import('./pipeline-bench.js')).runPipelineBench(),
+  },
+  weights: {
+    describe:
+      'rollout weight updates at the qwen3-0.6b shape: load seconds, full vs LoRA-only (delta sync) update bytes and seconds',
+    run: async () => (await import('./weights-bench.js')).runWeightsBench(),
   },
   buffer: {
     describe:
@@ -58,7 +63,9 @@ async function main(): Promise<void> {
   }
   try {
     const result = await bench.run();
-    process.stdout.write(`${JSON.stringify(result)}\n`);
+    // A bench with several figure sets prints one line per set.
+    for (const line of Array.isArray(result) ? result : [result])
+      process.stdout.write(`${JSON.stringify(line)}\n`);
   } catch (err) {
     process.stderr.write(
       `bench ${name} failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,

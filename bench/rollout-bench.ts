@@ -1,15 +1,32 @@
 /**
- * `npm run bench -- rollout`: the rollout engine on a random `small` model (CPU provider):
- * aggregate tokens/s with 16 concurrent requests vs 1, KV-cache decode vs full recompute at
- * 256 tokens, time to first token, and the duration of a full weight swap.
+ * `npm run bench -- rollout`: three figure sets, one JSON line each.
+ * - `small`: the rollout engine on a random `small` model (CPU provider): aggregate tokens/s
+ *   with 16 concurrent requests vs 1, KV-cache decode vs full recompute at 256 tokens, time to
+ *   first token, and the duration of a full weight swap.
+ * - `sampling`: one draw from a 151 936-token row (Qwen3's vocabulary) at temperature 0.6,
+ *   plain vs top_p / top_k / top_logprobs, and what the full sort they replaced cost.
+ * - `qwen3-0.6b`: a Qwen3-0.6B-shaped checkpoint (random bf16 weights, written at bench time):
+ *   load seconds, decode tokens/s at batch 1 and 16, and the memory-bandwidth ceiling (bytes of
+ *   weights read per token ÷ memcpy bandwidth measured in the same run). Minutes and ~8 GB.
+ * `CLAWRAY_BENCH_ROLLOUT=small,sampling` picks sets (default all three).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
+import { dims, modelConfigSchema, PRESETS } from '../actors/models/model-config.js';
 import { initRandomModel } from '../actors/models/model-init.js';
 import { exportDecoderOnnx } from '../actors/models/onnx-export.js';
+import { SAFETENSORS_FILE, writeSafetensors } from '../actors/models/safetensors.js';
+import { weightSpecs } from '../actors/models/weight-names.js';
 import { OnnxDecoder } from '../actors/rollout/onnx-decoder.js';
 import { RolloutModel } from '../actors/rollout/rollout-model.js';
+import {
+  logSoftmax,
+  type SamplingParams,
+  sample,
+  seededRandom,
+  topLogprobs,
+} from '../actors/rollout/sampler.js';
 
 const round = (x: number, digits = 1) => Math.round(x * 10 ** digits) / 10 ** digits;
 const log = (line: string) => process.stderr.write(`${line}\n`);
@@ -31,7 +48,8 @@ async function tokensPerSecond(model: RolloutModel, concurrency: number, maxToke
 
 /** A decoder of the model's own weights, for measuring the graph without the engine. */
 async function withDecoder<T>(model: RolloutModel, fn: (decoder: OnnxDecoder) => Promise<T>): Promise<T> {
-  const { config, weights, dims } = model.modelDir;
+  const { config, dims } = model.modelDir;
+  const weights = model.readWeights();
   const layout = { layers: dims.layers, kvHeads: dims.kvHeads, headDim: dims.headDim, vocab: dims.vocab };
   const decoder = await OnnxDecoder.load(exportDecoderOnnx(config, weights), layout, 'cpu');
   try {
@@ -116,7 +134,7 @@ async function batchingCeiling(
   });
 }
 
-export async function runRolloutBench(): Promise<Record<string, unknown>> {
+async function smallPreset(): Promise<Record<string, unknown>> {
   const root = mkdtempSync(join(tmpdir(), 'clawray-bench-rollout-'));
   const dir = join(root, 'small');
   initRandomModel({ preset: 'small', outDir: dir, seed: 1 });
@@ -147,10 +165,11 @@ export async function runRolloutBench(): Promise<Record<string, unknown>> {
 
     log('weight swap (all tensors)');
     const swapStart = performance.now();
-    await model.updateWeights(1, model.modelDir.weights);
+    await model.updateWeights(1, model.readWeights());
     const swapMs = performance.now() - swapStart;
 
     const batchSpeedup = sixteen / single;
+    const ceilingSpeedup = (16 * ceiling.step1Ms) / ceiling.step16Ms;
     const kvSpeedup = recomputeMs / cachedMs;
     return {
       bench: 'rollout',
@@ -161,7 +180,8 @@ export async function runRolloutBench(): Promise<Record<string, unknown>> {
       concurrencySpeedup: round(batchSpeedup, 2),
       decodeStepMsBatch1: round(ceiling.step1Ms, 2),
       decodeStepMsBatch16: round(ceiling.step16Ms, 2),
-      batchingCeiling: round((16 * ceiling.step1Ms) / ceiling.step16Ms, 2),
+      batchingCeiling: round(ceilingSpeedup, 2),
+      engineShareOfCeiling: round(batchSpeedup / ceilingSpeedup, 2),
       kvDecodeMsPerToken: round(cachedMs, 2),
       recomputeMsPerToken: round(recomputeMs, 2),
       kvCacheSpeedup: round(kvSpeedup, 2),
@@ -186,4 +206,280 @@ export async function runRolloutBench(): Promise<Record<string, unknown>> {
     await model.close();
     rmSync(root, { recursive: true, force: true });
   }
+}
+
+/** The draw the sampler made before partial selection: a stable sort of the whole row. */
+function fullSortTopP(logits: Float32Array, params: SamplingParams, random: () => number): number {
+  const logp = logSoftmax(logits, params.temperature);
+  const order = Array.from(logp.keys()).sort((a, b) => logp[b] - logp[a]);
+  let mass = 0;
+  let keep = 0;
+  while (keep < order.length && (keep === 0 || mass < params.topP)) mass += Math.exp(logp[order[keep++]]);
+  let r = random() * mass;
+  for (let j = 0; j < keep; j++) {
+    r -= Math.exp(logp[order[j]]);
+    if (r <= 0) return order[j];
+  }
+  return order[keep - 1];
+}
+
+/** Rows of `vocab` logits: standard normal × `scale` (3: a peaked, LM-like row; 1: flat). */
+function logitRows(vocab: number, scale: number, count: number, seed: number): Float32Array[] {
+  const random = seededRandom(seed);
+  return Array.from({ length: count }, () => {
+    const row = new Float32Array(vocab);
+    for (let i = 0; i < vocab; i++)
+      row[i] = scale * Math.sqrt(-2 * Math.log(1 - random())) * Math.cos(2 * Math.PI * random());
+    return row;
+  });
+}
+
+/**
+ * Median ms per call of each variant over the rows and reps, the variants interleaved so that
+ * load from other processes hits all alike (the median shrugs off the calls it lands on).
+ */
+function timeVariants(
+  rows: Float32Array[],
+  variants: Record<string, (row: Float32Array) => unknown>,
+  reps: number,
+): Record<string, number> {
+  const times: Record<string, number[]> = {};
+  for (const name of Object.keys(variants)) times[name] = [];
+  for (const row of rows) for (const fn of Object.values(variants)) fn(row); // warm-up
+  const entries = Object.entries(variants);
+  for (let rep = 0; rep < reps; rep++) {
+    for (const [r, row] of rows.entries()) {
+      // Each variant goes first in turn: the one after a garbage collection pays for it.
+      for (let v = 0; v < entries.length; v++) {
+        const [name, fn] = entries[(v + r + rep) % entries.length];
+        const t = performance.now();
+        fn(row);
+        times[name].push(performance.now() - t);
+      }
+    }
+  }
+  const median = (xs: number[]) => xs.sort((a, b) => a - b)[xs.length >> 1];
+  return Object.fromEntries(Object.entries(times).map(([k, v]) => [k, median(v)]));
+}
+
+async function samplingCost(): Promise<Record<string, unknown>> {
+  const vocab = 151_936;
+  const temperature = 0.6;
+  const random = seededRandom(1);
+  const result: Record<string, unknown> = { bench: 'rollout', set: 'sampling', vocab, temperature };
+  let worstRatio = 0;
+  for (const [kind, scale] of [
+    ['peaked', 3],
+    ['flat', 1],
+  ] as const) {
+    log(`sampling on ${kind} rows`);
+    const rows = logitRows(vocab, scale, 6, scale * 17);
+    const nucleus = (row: Float32Array) => {
+      const logp = logSoftmax(row, temperature);
+      const sorted = Float64Array.from(logp).sort().reverse();
+      let mass = 0;
+      let n = 0;
+      while (mass < 0.95) mass += Math.exp(sorted[n++]);
+      return n;
+    };
+    const ms = timeVariants(
+      rows,
+      {
+        plain: (row) => sample(row, { temperature, topP: 1, topK: 0 }, random),
+        topP: (row) => sample(row, { temperature, topP: 0.95, topK: 0 }, random),
+        topKTopP: (row) => sample(row, { temperature, topP: 0.95, topK: 20 }, random),
+        topLogprobs5: (row) => topLogprobs(row, 5, temperature),
+      },
+      8,
+    );
+    const sortMs = timeVariants(
+      rows.slice(0, 2),
+      {
+        fullSort: (row) => fullSortTopP(row, { temperature, topP: 0.95, topK: 0 }, random),
+      },
+      1,
+    ).fullSort;
+    const ratio = ms.topP / ms.plain;
+    worstRatio = Math.max(worstRatio, kind === 'peaked' ? ratio : 0);
+    result[kind] = {
+      logitStd: scale,
+      nucleusTokensAtTopP095: rows.map(nucleus),
+      plainMs: round(ms.plain, 3),
+      topP095Ms: round(ms.topP, 3),
+      topK20TopP095Ms: round(ms.topKTopP, 3),
+      topLogprobs5Ms: round(ms.topLogprobs5, 3),
+      fullSortTopPMs: round(sortMs, 2),
+      topPOverPlain: round(ratio, 2),
+      speedupOverFullSort: round(sortMs / ms.topP, 1),
+    };
+  }
+  result.targets = { topPOverPlain: { max: 1.2, on: 'peaked', met: worstRatio <= 1.2 } };
+  result.method =
+    'median time of one sample() call (log-softmax included) over 6 rows × 8 reps, variants interleaved in rotating order; peaked rows: N(0, 3²) logits (a nucleus of a few tokens at T 0.6, as a real LM row), flat rows: N(0, 1) (tens of thousands of tokens: the worst case, where the nucleus itself must be ordered); fullSort: the previous implementation (a stable sort of the whole row)';
+  return result;
+}
+
+/** The Qwen3-0.6B config (the real values; weights random). */
+function qwen3Config(): Record<string, unknown> {
+  const preset = (PRESETS as Record<string, unknown>)['qwen3-0.6b'];
+  if (preset) return preset as Record<string, unknown>;
+  return {
+    architectures: ['Qwen3ForCausalLM'],
+    model_type: 'qwen3',
+    vocab_size: 151_936,
+    hidden_size: 1024,
+    intermediate_size: 3072,
+    num_hidden_layers: 28,
+    num_attention_heads: 16,
+    num_key_value_heads: 8,
+    head_dim: 128,
+    rms_norm_eps: 1e-6,
+    rope_theta: 1_000_000,
+    max_position_embeddings: 40_960,
+    tie_word_embeddings: true,
+    torch_dtype: 'bfloat16',
+  };
+}
+
+/** Bytes per second Buffer.copy moves, best of three copies of 1 GiB (read 1 GiB + write 1 GiB each). */
+function memcpyBytesPerSecond(): number {
+  const size = 2 ** 30;
+  const from = Buffer.alloc(size, 1);
+  const to = Buffer.alloc(size);
+  let best = Number.POSITIVE_INFINITY;
+  for (let i = 0; i < 3; i++) {
+    const t = performance.now();
+    from.copy(to);
+    best = Math.min(best, performance.now() - t);
+  }
+  return size / (best / 1000);
+}
+
+/**
+ * A Hub-layout directory of the 0.6B shape: the tokenizer files of a random `tiny` model (ids
+ * all below the vocabulary) with the 0.6B config.json and random bf16 weights in place of its
+ * own. Uniform values of the init's scale: fast to draw, and the figures do not depend on them.
+ */
+function writeQwen3Dir(dir: string): { parameters: number; embedding: number } {
+  initRandomModel({ preset: 'tiny', outDir: dir, seed: 1 });
+  const tinyConfig = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as Record<string, unknown>;
+  const raw = {
+    ...qwen3Config(),
+    bos_token_id: tinyConfig.bos_token_id,
+    eos_token_id: tinyConfig.eos_token_id,
+  };
+  writeFileSync(join(dir, 'config.json'), `${JSON.stringify(raw, null, 2)}\n`);
+  const d = dims(modelConfigSchema.parse(raw));
+  let state = 0x9e3779b9;
+  const tensors = new Map<string, { shape: number[]; data: Float32Array }>();
+  let parameters = 0;
+  for (const spec of weightSpecs(d)) {
+    const n = spec.shape.reduce((a, b) => a * b, 1);
+    parameters += n;
+    const data = new Float32Array(n);
+    if (spec.init === 'ones') data.fill(1);
+    else if (spec.init === 'normal') {
+      for (let i = 0; i < n; i++) {
+        state ^= state << 13;
+        state ^= state >>> 17;
+        state ^= state << 5;
+        data[i] = ((state >>> 0) / 2 ** 32 - 0.5) * 0.069; // std 0.02
+      }
+    }
+    tensors.set(spec.name, { shape: spec.shape, data });
+  }
+  writeSafetensors(join(dir, SAFETENSORS_FILE), tensors, { dtype: 'BF16', metadata: { format: 'pt' } });
+  return { parameters, embedding: d.vocab * d.hidden };
+}
+
+/** Decode tokens/s at `batch`: (time for 1 + n tokens) − (time for 1 token), so prefill is left out. */
+async function decodeTokensPerSecond(model: RolloutModel, batch: number, n: number): Promise<number> {
+  const run = async (maxTokens: number) => {
+    const t = performance.now();
+    await Promise.all(
+      Array.from({ length: batch }, (_, i) =>
+        model.generate({
+          promptTokenIds: prompt(i, 16),
+          maxTokens,
+          temperature: 0.6,
+          topP: 0.95,
+          topK: 20,
+          seed: i,
+          stopTokenIds: [],
+        }),
+      ),
+    );
+    return (performance.now() - t) / 1000;
+  };
+  const first = await run(1);
+  const more = await run(1 + n);
+  return (batch * n) / Math.max(1e-9, more - first);
+}
+
+async function qwen3Shape(): Promise<Record<string, unknown>> {
+  const result: Record<string, unknown> = { bench: 'rollout', set: 'qwen3-0.6b' };
+  log('memcpy bandwidth (1 GiB Buffer.copy)');
+  const copyRate = memcpyBytesPerSecond();
+  const root = mkdtempSync(join(tmpdir(), 'clawray-bench-qwen3-'));
+  let model: RolloutModel | undefined;
+  try {
+    log('writing a Qwen3-0.6B-shaped checkpoint (random bf16 weights)');
+    const written = performance.now();
+    const { parameters, embedding } = writeQwen3Dir(root);
+    const writeSeconds = (performance.now() - written) / 1000;
+    log('loading it');
+    const loadStart = performance.now();
+    model = await RolloutModel.load({ modelDir: root, maxBatchSize: 16 });
+    const loadSeconds = (performance.now() - loadStart) / 1000;
+    (model.modelDir.eosTokenIds as number[]).length = 0;
+    // A decode step reads every weight once (float32 in the engine), the tied embedding as the LM
+    // head; the input embedding is one row per token, left out.
+    const bytesPerToken = 4 * parameters;
+    const bound1 = copyRate / bytesPerToken;
+    log('decode at batch 1');
+    const tps1 = await decodeTokensPerSecond(model, 1, 6);
+    log('decode at batch 16');
+    const tps16 = await decodeTokensPerSecond(model, 16, 3);
+    Object.assign(result, {
+      provider: model.provider,
+      parameters,
+      embeddingParameters: embedding,
+      checkpointWriteSeconds: round(writeSeconds, 1),
+      loadSeconds: round(loadSeconds, 1),
+      tokensPerSecond1: round(tps1, 2),
+      tokensPerSecond16: round(tps16, 2),
+      weightBytesPerToken: bytesPerToken,
+      memcpyGiBPerSecond: round(copyRate / 2 ** 30, 2),
+      bandwidthBoundTokensPerSecond1: round(bound1, 2),
+      shareOfBound1: round(tps1 / bound1, 2),
+      method:
+        'decode tokens/s = tokens of (1 + n)-token generations − 1-token ones (16-token prompts; T 0.6, top_p 0.95, top_k 20) over the time difference; bound = memcpy bytes/s (1 GiB Buffer.copy, best of 3) ÷ float32 weight bytes read per token (batch 1; a batch of 16 reads them once per step)',
+    });
+  } catch (err) {
+    result.error = err instanceof Error ? err.message : String(err);
+  } finally {
+    await model?.close();
+    rmSync(root, { recursive: true, force: true });
+  }
+  result.machine = { cpus: cpus().length, memoryGiB: round(totalmem() / 2 ** 30, 1), node: process.version };
+  return result;
+}
+
+export async function runRolloutBench(): Promise<Record<string, unknown>[]> {
+  const sets = (process.env.CLAWRAY_BENCH_ROLLOUT ?? 'small,sampling,qwen3-0.6b').split(',');
+  const known: Record<string, () => Promise<Record<string, unknown>>> = {
+    small: async () => ({ set: 'small', ...(await smallPreset()) }),
+    sampling: samplingCost,
+    'qwen3-0.6b': qwen3Shape,
+  };
+  const out: Record<string, unknown>[] = [];
+  for (const name of sets) {
+    const run = known[name.trim()];
+    if (!run)
+      throw new Error(
+        `CLAWRAY_BENCH_ROLLOUT: unknown set '${name}' (one of: ${Object.keys(known).join(', ')})`,
+      );
+    out.push(await run());
+  }
+  return out;
 }

@@ -95,7 +95,7 @@ describe('clawray model init', () => {
   });
 
   it.each([
-    [['--preset', 'huge', '--out', 'x'], /--preset expects one of tiny, small, got 'huge'/],
+    [['--preset', 'huge', '--out', 'x'], /--preset expects one of tiny, small, qwen3-0.6b, got 'huge'/],
     [['--preset', 'tiny'], /--out DIR is required/],
     [['--out', 'x'], /--preset is required/],
     [['--preset', 'tiny', '--out', 'x', '--seed', '-1'], /--seed expects a whole number/],

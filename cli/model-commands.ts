@@ -4,6 +4,8 @@ import { PRESETS, type PresetName } from '../actors/models/model-config.js';
 import { initRandomModel, MODEL_DTYPES, type ModelDtype } from '../actors/models/model-init.js';
 import { ConfigError } from '../common/errors.js';
 import { int } from './cli-parse.js';
+import { registerExportOnnxCommand } from './model-export-command.js';
+import { registerModelInspect } from './model-inspect-command.js';
 
 /** Context lengths `model init` accepts: 1M positions is past any checkpoint of this family. */
 const MIN_CONTEXT = 16;
@@ -26,6 +28,8 @@ function dtype(value: string): ModelDtype {
 
 export function registerModelCommands(program: Command): void {
   const model = program.command('model').description('create and inspect model directories');
+  registerExportOnnxCommand(model);
+  registerModelInspect(model);
   model
     .command('init')
     .description('write a random model directory (config, safetensors, tokenizer, chat template)')

@@ -1,9 +1,14 @@
 /**
- * Ring all-reduce and broadcast between actor processes over plain TCP (node:net).
+ * Ring all-reduce and broadcast between actor processes over TCP or, between ranks on the same
+ * host, Unix domain sockets (see transport.ts for the choice and the measurements behind it).
  *
- * Each rank runs a small data server; `connect()` opens one persistent connection to the next
- * rank (rank+1 mod N, used only for sending) and accepts one from the previous rank (used only
- * for receiving). Connections start with a handshake carrying the cluster token.
+ * Each rank runs a small data server; `connect()` dials the previous rank (rank-1 mod N; the
+ * link this rank receives on) and accepts one connection from the next rank (the link it sends
+ * on). The receiving side dials because only a dialled socket can take node:net's `onread`
+ * option: every read lands straight in its destination (the caller's buffer for the all-gather,
+ * the reduce kernel's input for the reduce-scatter), with no per-read Buffer and no copy out of
+ * a queue of chunks; that alone takes loopback TCP from ~1 to ~2.4 GB/s on the dev box.
+ * Connections start with a handshake carrying the cluster token.
  *
  * Wire: after the handshake, a stream of frames, each a 16-byte header (u32 op id, u32 step,
  * u32 sub-chunk index, u32 payload bytes; little endian) and the payload. Both ends derive the
@@ -15,9 +20,10 @@
  *
  * All-reduce: reduce-scatter then all-gather, 2(N-1) steps over N chunks, each chunk cut into
  * sub-chunks (1 MiB default) that move on as soon as they are reduced, so sending one slice
- * overlaps receiving and reducing the next. Chunk c is summed along the ring in one fixed order
- * by a chain that ends at its owner, and the all-gather copies the owner's bytes everywhere:
- * every rank ends with bit-identical results.
+ * overlaps receiving and reducing the next (the kernel keeps filling the socket buffers while
+ * this process sums; the sum is a WebAssembly SIMD kernel, reduce-kernel.ts). Chunk c is summed
+ * along the ring in one fixed order by a chain that ends at its owner, and the all-gather copies
+ * the owner's bytes everywhere: every rank ends with bit-identical results.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import net from 'node:net';
@@ -25,6 +31,18 @@ import { hostname } from 'node:os';
 import { ConfigError } from '../../common/errors.js';
 import { type CollectiveOp, collectiveMetrics } from './collective-metrics.js';
 import { CollectiveError } from './errors.js';
+import { type ReduceKernel, reduceKernel } from './reduce-kernel.js';
+import {
+  chooseLink,
+  formatAddress,
+  hostId,
+  type LinkTransport,
+  type PeerAddress,
+  parseAddress,
+  type TransportOption,
+  unixSocketPath,
+  validateTransport,
+} from './transport.js';
 
 export type ReduceOp = 'sum' | 'mean';
 
@@ -43,6 +61,11 @@ export interface CollectiveGroupOptions {
   timeoutMs?: number;
   /** Pipelining granularity. Default 1 MiB. */
   subChunkBytes?: number;
+  /**
+   * How ranks reach each other: 'auto' (default; a Unix socket to a neighbour on the same host,
+   * TCP otherwise), 'tcp' (always TCP), 'unix' (always a Unix socket: every rank on one host).
+   */
+  transport?: TransportOption;
 }
 
 const HEADER_BYTES = 16;
@@ -87,16 +110,6 @@ const digest = (s: string): Buffer => createHash('sha256').update(s).digest();
 
 function tokensEqual(a: string, b: string): boolean {
   return timingSafeEqual(digest(a), digest(b));
-}
-
-function formatHostPort(host: string, port: number): string {
-  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
-}
-
-function parseHostPort(address: string): { host: string; port: number } {
-  const match = /^\[?([^\]]*?)\]?:(\d+)$/.exec(address);
-  if (!match) throw new ConfigError(`bad collective address '${address}' (want host:port)`);
-  return { host: match[1]!, port: Number(match[2]) };
 }
 
 /** Length-prefixed JSON, used only for the handshake. */
@@ -175,35 +188,33 @@ function subRanges(start: number, end: number, sub: number): Array<[number, numb
   return out;
 }
 
-/** dst[at + i] += src[i] for i < count (a plain top-level loop, so V8 keeps it monomorphic). */
-function addInto(dst: Float32Array, at: number, src: Float32Array, count: number): void {
-  for (let i = 0; i < count; i++) dst[at + i] = dst[at + i]! + src[i]!;
-}
-
-/** dst[at + i] = (dst[at + i] + src[i]) / n: the last reduce-scatter step of a mean. */
-function addDivideInto(dst: Float32Array, at: number, src: Float32Array, count: number, n: number): void {
-  for (let i = 0; i < count; i++) dst[at + i] = (dst[at + i]! + src[i]!) / n;
-}
-
 const bytesOf = (buf: Float32Array, start: number, end: number): Uint8Array =>
   new Uint8Array(buf.buffer, buf.byteOffset + start * 4, (end - start) * 4);
+
+/** Where reads go while the next operation's frame waits for this rank to start it. */
+const STAGING_BYTES = 64 * 1024;
+
+type RxPhase = 'reply-len' | 'reply-body' | 'header' | 'payload';
 
 export class CollectiveGroup {
   readonly rank: number;
   readonly worldSize: number;
   readonly groupName: string;
-  /** host:port of this rank's data server; hand it to the other ranks. */
+  /** This rank's address (see transport.ts for its form); hand it to the other ranks. */
   readonly address: string;
+  /** The transport option the group was created with. */
+  readonly transportOption: TransportOption;
 
   private readonly token: string;
   private readonly timeoutMs: number;
   private readonly subFloats: number;
-  private readonly scratch: Float32Array;
-  private readonly scratchBytes: Uint8Array;
+  private readonly kernel: ReduceKernel;
 
   private outgoing?: net.Socket;
   private incoming?: net.Socket;
-  private incomingWaiter?: { resolve: () => void; reject: (err: Error) => void };
+  private sendLink?: LinkTransport;
+  private recvLink?: LinkTransport;
+  private outgoingWaiter?: { resolve: () => void; reject: (err: Error) => void };
   private connected = false;
   private closed = false;
   private failure?: CollectiveError;
@@ -219,32 +230,41 @@ export class CollectiveGroup {
   private sendHead = 0;
   private waitingDrain = false;
 
-  // Receiving.
-  private readonly chunks: Buffer[] = [];
-  private chunkOffset = 0;
+  // Receiving (a state machine driven by the incoming socket's `onread`).
+  private rxPhase: RxPhase = 'reply-len';
+  /** The buffer the next read lands in (what `nextReadBuffer` last handed out). */
+  private rxTarget: Uint8Array = new Uint8Array(0);
+  private rxTargetIsStaging = false;
+  private readonly staging = Buffer.allocUnsafe(STAGING_BYTES);
+  private readonly replyLen = Buffer.alloc(4);
+  private replyBody = Buffer.alloc(0);
+  private replyFilled = 0;
+  private onReply?: (value: unknown) => void;
   private readonly header = Buffer.alloc(HEADER_BYTES);
   private headerFilled = 0;
   private frame?: { slot: RecvSlot; written: number };
+  /** A header of the operation after the current one, read before this rank started it. */
+  private pendingHeader?: { opId: number; step: number; sub: number; bytes: number };
   private recvPaused = false;
 
   private constructor(
     options: CollectiveGroupOptions,
-    private readonly server: net.Server,
+    private readonly servers: Array<{ server: net.Server; link: LinkTransport }>,
     address: string,
   ) {
     this.rank = options.rank;
     this.worldSize = options.worldSize;
     this.groupName = options.groupName;
     this.token = options.token;
+    this.transportOption = options.transport ?? 'auto';
     this.timeoutMs = options.timeoutMs ?? 60_000;
     this.subFloats = Math.max(1, Math.floor((options.subChunkBytes ?? 1 << 20) / 4));
-    this.scratch = new Float32Array(this.subFloats);
-    this.scratchBytes = new Uint8Array(this.scratch.buffer);
+    this.kernel = reduceKernel(this.subFloats * 4);
     this.address = address;
-    server.on('connection', (socket) => this.accept(socket));
+    for (const { server, link } of servers) server.on('connection', (socket) => this.accept(socket, link));
   }
 
-  /** Starts this rank's data server (port 0 on the bind host). */
+  /** Starts this rank's data servers (TCP on port 0 of the bind host; a Unix socket unless 'tcp'). */
   static async create(options: CollectiveGroupOptions): Promise<CollectiveGroup> {
     const { rank, worldSize, groupName, token } = options;
     if (!Number.isInteger(worldSize) || worldSize < 1)
@@ -253,20 +273,62 @@ export class CollectiveGroup {
       throw new ConfigError(`collective rank must be an integer in [0, ${worldSize}), got ${rank}`);
     if (!groupName) throw new ConfigError('collective groupName must not be empty');
     if (!token) throw new ConfigError('collective group needs the cluster token');
+    const transport = validateTransport(options.transport);
+    if (
+      options.subChunkBytes !== undefined &&
+      (!Number.isInteger(options.subChunkBytes) || options.subChunkBytes < 4)
+    )
+      throw new ConfigError(`collective subChunkBytes must be an integer ≥ 4, got ${options.subChunkBytes}`);
     const bindHost = options.bindHost ?? process.env.CLAWRAY_BIND_HOST ?? '127.0.0.1';
-    const server = net.createServer({ noDelay: true });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(0, bindHost, () => {
-        server.off('error', reject);
-        resolve();
+    const listen = (server: net.Server, where: () => void): Promise<void> =>
+      new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.once('listening', () => {
+          server.off('error', reject);
+          resolve();
+        });
+        where();
       });
-    });
-    const port = (server.address() as net.AddressInfo).port;
+    const tcp = net.createServer({ noDelay: true });
+    await listen(tcp, () => tcp.listen(0, bindHost));
+    const servers: Array<{ server: net.Server; link: LinkTransport }> = [{ server: tcp, link: 'tcp' }];
+    const peer: PeerAddress = { host: '', port: (tcp.address() as net.AddressInfo).port };
+    if (transport !== 'tcp') {
+      const unix = net.createServer();
+      const path = unixSocketPath(rank);
+      try {
+        await listen(unix, () => unix.listen(path));
+        servers.push({ server: unix, link: 'unix' });
+        peer.unix = path;
+        peer.hostId = hostId();
+      } catch (err) {
+        if (transport === 'unix') {
+          tcp.close();
+          throw new ConfigError(
+            `collective transport 'unix': cannot listen on a Unix socket: ${String(err)}`,
+          );
+        }
+        // 'auto': TCP only.
+      }
+    }
     const wildcard = bindHost === '0.0.0.0' || bindHost === '::' || bindHost === '';
-    const advertise =
+    peer.host =
       options.advertiseHost ?? process.env.CLAWRAY_ADVERTISE_HOST ?? (wildcard ? hostname() : bindHost);
-    return new CollectiveGroup(options, server, formatHostPort(advertise, port));
+    return new CollectiveGroup({ ...options, transport }, servers, formatAddress(peer));
+  }
+
+  /**
+   * What this rank's two ring links are: 'tcp' or 'unix' when both are that, 'mixed' when they
+   * differ, 'none' for a group of one or before `connect`.
+   */
+  get transport(): LinkTransport | 'mixed' | 'none' {
+    if (!this.sendLink || !this.recvLink) return 'none';
+    return this.sendLink === this.recvLink ? this.sendLink : 'mixed';
+  }
+
+  /** Which loop sums the reduce-scatter: 'wasm-simd' or 'js'. */
+  get reduceKernelKind(): 'wasm-simd' | 'js' {
+    return this.kernel.kind;
   }
 
   private get next(): number {
@@ -286,8 +348,8 @@ export class CollectiveGroup {
 
   /**
    * Opens the ring. `addresses` are all ranks' addresses in rank order (what `create` returned
-   * on each rank). Resolves once this rank is connected to its next rank and has accepted its
-   * previous rank; fails with CollectiveError on a refused handshake or after the timeout.
+   * on each rank). Resolves once this rank is connected to its previous rank and has accepted
+   * its next rank; fails with CollectiveError on a refused handshake or after the timeout.
    */
   async connect(addresses: string[]): Promise<void> {
     if (this.failure) throw this.failure;
@@ -301,9 +363,10 @@ export class CollectiveGroup {
       this.connected = true;
       return;
     }
-    const incoming = new Promise<void>((resolve, reject) => {
-      if (this.incoming) resolve();
-      else this.incomingWaiter = { resolve, reject };
+    const prevAddress = parseAddress(addresses[this.prev]!);
+    const outgoing = new Promise<void>((resolve, reject) => {
+      if (this.outgoing) resolve();
+      else this.outgoingWaiter = { resolve, reject };
     });
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
@@ -311,17 +374,17 @@ export class CollectiveGroup {
         () =>
           reject(
             this.error(
-              this.incoming ? this.next : this.prev,
-              this.incoming
-                ? `rank ${this.next} did not accept the connection within ${this.timeoutMs} ms`
-                : `rank ${this.prev} did not connect within ${this.timeoutMs} ms`,
+              this.outgoing ? this.prev : this.next,
+              this.outgoing
+                ? `rank ${this.prev} did not accept the connection within ${this.timeoutMs} ms`
+                : `rank ${this.next} did not connect within ${this.timeoutMs} ms`,
             ),
           ),
         this.timeoutMs,
       );
     });
     try {
-      await Promise.race([Promise.all([this.dial(addresses[this.next]!), incoming]), timeout]);
+      await Promise.race([Promise.all([this.dialPrev(prevAddress), outgoing]), timeout]);
     } catch (err) {
       const failure =
         err instanceof CollectiveError ? err : this.error(this.rank, `connect failed: ${String(err)}`, err);
@@ -331,18 +394,50 @@ export class CollectiveGroup {
       clearTimeout(timer);
     }
     this.connected = true;
+    this.metrics.links(this.sendLink!, 1);
+    this.metrics.links(this.recvLink!, 1);
   }
 
-  private async dial(address: string): Promise<void> {
-    const { host, port } = parseHostPort(address);
-    const socket = net.connect({ host, port, noDelay: true });
+  /** Dials the previous rank over the chosen transport; a Unix socket that is not there falls back to TCP under 'auto'. */
+  private async dialPrev(peer: PeerAddress): Promise<void> {
+    const first = chooseLink(this.transportOption, peer);
+    if (this.transportOption === 'unix' && peer.unix === undefined)
+      throw this.error(
+        this.prev,
+        `rank ${this.prev} has no Unix socket (transport 'unix' needs one on every rank)`,
+      );
+    try {
+      await this.dial(peer, first);
+    } catch (err) {
+      const unreachable = (err as CollectiveError).cause as NodeJS.ErrnoException | undefined;
+      const fallBack =
+        first === 'unix' && this.transportOption === 'auto' && unreachable?.syscall === 'connect';
+      if (!fallBack || this.closed || this.failure) throw err;
+      await this.dial(peer, 'tcp');
+    }
+  }
+
+  private async dial(peer: PeerAddress, link: LinkTransport): Promise<void> {
+    const where = link === 'unix' ? `Unix socket ${formatAddress(peer)}` : `${peer.host}:${peer.port}`;
+    this.rxPhase = 'reply-len';
+    this.replyFilled = 0;
+    const reply = new Promise<unknown>((resolve) => {
+      this.onReply = resolve;
+    });
+    const target =
+      link === 'unix' ? { path: peer.unix! } : { host: peer.host, port: peer.port, noDelay: true };
+    const socket = net.connect({
+      ...target,
+      onread: {
+        buffer: () => this.nextReadBuffer(),
+        callback: (bytes: number) => this.onRead(bytes),
+      },
+    });
     socket.on('error', () => {}); // reported through 'close' or the handshake
     await new Promise<void>((resolve, reject) => {
       socket.once('connect', resolve);
       socket.once('error', (err) =>
-        reject(
-          this.error(this.next, `cannot connect to rank ${this.next} at ${address}: ${err.message}`, err),
-        ),
+        reject(this.error(this.prev, `cannot connect to rank ${this.prev} at ${where}: ${err.message}`, err)),
       );
     });
     const hello: Hello = {
@@ -353,53 +448,61 @@ export class CollectiveGroup {
       worldSize: this.worldSize,
     };
     socket.write(encodeJson(hello));
-    let reply: { ok?: boolean; error?: string };
+    let answer: { ok?: boolean; error?: string };
     try {
-      reply = (await readJson(socket, this.timeoutMs, `handshake reply from rank ${this.next}`))
-        .value as typeof reply;
+      answer = (await new Promise<unknown>((resolve, reject) => {
+        const timer = setTimeout(
+          () => reject(new Error(`no handshake reply within ${this.timeoutMs} ms`)),
+          this.timeoutMs,
+        );
+        const closed = (): void => reject(new Error('connection closed before the handshake reply'));
+        socket.once('close', closed);
+        reply.then(
+          (value) => {
+            clearTimeout(timer);
+            socket.off('close', closed);
+            resolve(value);
+          },
+          () => {},
+        );
+      })) as typeof answer;
     } catch (err) {
       socket.destroy();
       throw this.error(
-        this.next,
-        `handshake with rank ${this.next} at ${address} failed: ${(err as Error).message}`,
+        this.prev,
+        `handshake with rank ${this.prev} at ${where} failed: ${(err as Error).message}`,
         err,
       );
     }
-    if (!reply?.ok) {
+    if (!answer?.ok) {
       socket.destroy();
       throw this.error(
-        this.next,
-        `rank ${this.next} at ${address} refused the connection: ${reply?.error ?? 'no reason given'}`,
+        this.prev,
+        `rank ${this.prev} at ${where} refused the connection: ${answer?.error ?? 'no reason given'}`,
       );
     }
     if (this.closed || this.failure) {
       socket.destroy();
       throw this.failure ?? this.error(this.rank, 'the group is closed');
     }
-    this.outgoing = socket;
-    // Nothing is ever read from the sending side; keep it flowing so a peer's close is seen.
-    socket.on('data', () => {});
-    socket.on('close', () => this.peerGone(this.next, 'closed its connection'));
-    socket.on('error', (err) => this.peerGone(this.next, `connection error (${err.message})`));
-    socket.on('drain', () => {
-      this.waitingDrain = false;
-      this.pumpSend();
-    });
-    socket.resume();
+    this.incoming = socket;
+    this.recvLink = link;
+    socket.on('close', () => this.peerGone(this.prev, 'closed its connection'));
+    socket.on('error', (err) => this.peerGone(this.prev, `connection error (${err.message})`));
   }
 
-  private accept(socket: net.Socket): void {
+  private accept(socket: net.Socket, link: LinkTransport): void {
     socket.on('error', () => {});
-    const from = `${socket.remoteAddress}:${socket.remotePort}`;
+    const from = link === 'unix' ? 'a Unix socket peer' : `${socket.remoteAddress}:${socket.remotePort}`;
     readJson(socket, this.timeoutMs, 'handshake').then(
-      ({ value, rest }) => {
+      ({ value }) => {
         const hello = value as Partial<Hello>;
         const refuse = (reason: string, failGroup: boolean): void => {
           socket.end(encodeJson({ ok: false, error: reason }));
-          if (failGroup && this.incomingWaiter) {
-            const claimed = typeof hello.rank === 'number' ? hello.rank : this.prev;
-            const waiter = this.incomingWaiter;
-            this.incomingWaiter = undefined;
+          if (failGroup && this.outgoingWaiter) {
+            const claimed = typeof hello.rank === 'number' ? hello.rank : this.next;
+            const waiter = this.outgoingWaiter;
+            this.outgoingWaiter = undefined;
             waiter.reject(
               this.error(claimed, `refused a connection from ${from} claiming rank ${hello.rank}: ${reason}`),
             );
@@ -412,21 +515,28 @@ export class CollectiveGroup {
           return refuse(`group name '${hello.groupName}' is not '${this.groupName}'`, true);
         if (hello.worldSize !== this.worldSize)
           return refuse(`world size ${hello.worldSize} is not ${this.worldSize}`, true);
-        if (hello.rank !== this.prev)
-          return refuse(`rank ${this.rank} receives from rank ${this.prev}, not rank ${hello.rank}`, true);
-        if (this.incoming || this.closed || this.failure)
-          return refuse('this rank already has its connection from the previous rank', false);
-        this.incoming = socket;
-        socket.on('data', (chunk: Buffer) => this.onData(chunk));
-        socket.on('close', () => this.peerGone(this.prev, 'closed its connection'));
-        socket.on('error', (err) => this.peerGone(this.prev, `connection error (${err.message})`));
+        if (hello.rank !== this.next)
+          return refuse(`rank ${this.rank} sends to rank ${this.next}, not rank ${hello.rank}`, true);
+        if (this.outgoing || this.closed || this.failure)
+          return refuse('this rank already has its connection to the next rank', false);
+        this.outgoing = socket;
+        this.sendLink = link;
+        if (link === 'tcp') socket.setNoDelay(true);
+        // Nothing is read from the sending side after the handshake; keep it flowing so a
+        // peer's close is seen.
+        socket.on('data', () => {});
+        socket.on('close', () => this.peerGone(this.next, 'closed its connection'));
+        socket.on('error', (err) => this.peerGone(this.next, `connection error (${err.message})`));
+        socket.on('drain', () => {
+          this.waitingDrain = false;
+          this.pumpSend();
+        });
         socket.write(encodeJson({ ok: true }));
-        if (rest.length > 0) this.chunks.push(rest);
         socket.resume();
-        const waiter = this.incomingWaiter;
-        this.incomingWaiter = undefined;
+        const waiter = this.outgoingWaiter;
+        this.outgoingWaiter = undefined;
         waiter?.resolve();
-        this.pumpRecv();
+        this.pumpSend();
       },
       () => socket.destroy(),
     );
@@ -448,8 +558,8 @@ export class CollectiveGroup {
     const op = this.op;
     this.op = undefined;
     op?.reject(err);
-    const waiter = this.incomingWaiter;
-    this.incomingWaiter = undefined;
+    const waiter = this.outgoingWaiter;
+    this.outgoingWaiter = undefined;
     waiter?.reject(err);
     const out = this.outgoing;
     if (out && !out.destroyed && reason !== undefined) {
@@ -468,7 +578,7 @@ export class CollectiveGroup {
     }
   }
 
-  /** Fails the pending operation and stops the server and connections; the group is done. */
+  /** Fails the pending operation and stops the servers and connections; the group is done. */
   async close(): Promise<void> {
     if (this.closed) return;
     if (!this.failure) {
@@ -476,14 +586,21 @@ export class CollectiveGroup {
       const op = this.op;
       this.op = undefined;
       op?.reject(err);
-      this.incomingWaiter?.reject(err);
-      this.incomingWaiter = undefined;
+      this.outgoingWaiter?.reject(err);
+      this.outgoingWaiter = undefined;
+    }
+    if (this.connected && this.sendLink && this.recvLink) {
+      this.metrics.links(this.sendLink, -1);
+      this.metrics.links(this.recvLink, -1);
     }
     this.closed = true;
     this.clearTimer();
     this.outgoing?.destroy();
     this.incoming?.destroy();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    // Closing a Unix server on a file path removes the file (libuv unlinks it).
+    await Promise.all(
+      this.servers.map(({ server }) => new Promise<void>((resolve) => server.close(() => resolve()))),
+    );
   }
 
   /** In place: every rank ends with the same (bit-identical) elementwise sum or mean. */
@@ -510,7 +627,7 @@ export class CollectiveGroup {
   private async measured(op: CollectiveOp, bytes: number, run: () => Promise<void>): Promise<void> {
     const started = performance.now();
     await run();
-    this.metrics.observe(op, bytes, (performance.now() - started) / 1000);
+    this.metrics.observe(op, this.transport, bytes, (performance.now() - started) / 1000);
   }
 
   private enqueue(run: () => Promise<void>): Promise<void> {
@@ -529,12 +646,14 @@ export class CollectiveGroup {
       this.op = op;
       build(op);
       this.touch();
-      if (this.recvPaused) {
+      const pending = this.pendingHeader;
+      this.pendingHeader = undefined;
+      if (pending) this.startFrame(pending.opId, pending.step, pending.sub, pending.bytes);
+      if (this.recvPaused && !this.failure) {
         this.recvPaused = false;
         this.incoming?.resume();
       }
       this.pumpSend();
-      this.pumpRecv();
       this.maybeFinish();
     });
   }
@@ -552,6 +671,7 @@ export class CollectiveGroup {
       const [s, e] = chunkBounds(len, n, c);
       return subRanges(s, e, this.subFloats);
     };
+    const kernel = this.kernel;
     return this.begin((op) => {
       for (let k = 0; k < steps; k++) op.sendsLeft += subs(sendChunk(k)).length;
       for (let k = 0; k < steps; k++) {
@@ -561,21 +681,21 @@ export class CollectiveGroup {
           const forward =
             k + 1 < steps ? (): void => this.queueSend(op.id, k + 1, j, bytesOf(buffer, s, e)) : () => {};
           if (k < n - 1) {
-            // Reduce-scatter: add the previous rank's partial sum into ours.
-            const scratch = this.scratch;
+            // Reduce-scatter: the previous rank's partial sum lands in the kernel's input and is
+            // added into ours.
             const divide = reduce === 'mean' && k === n - 2;
             op.recvs.push({
               step: k,
               sub: j,
-              dest: this.scratchBytes.subarray(0, (e - s) * 4),
+              dest: kernel.src.subarray(0, (e - s) * 4),
               done: () => {
-                if (divide) addDivideInto(buffer, s, scratch, e - s, n);
-                else addInto(buffer, s, scratch, e - s);
+                if (divide) kernel.addDivideInto(buffer, s, e - s, n);
+                else kernel.addInto(buffer, s, e - s);
                 forward();
               },
             });
           } else {
-            // All-gather: the owner's final bytes, copied straight into place.
+            // All-gather: the owner's final bytes, read straight into place.
             op.recvs.push({ step: k, sub: j, dest: bytesOf(buffer, s, e), done: forward });
           }
         }
@@ -658,6 +778,8 @@ export class CollectiveGroup {
           this.maybeFinish();
         }
       };
+      // The payload is a view of the caller's buffer: the kernel copies it out of it (writev of
+      // header and payload), no copy in JS.
       let ok: boolean;
       if (frame.bytes.length === 0) ok = socket.write(header, sent);
       else {
@@ -675,87 +797,166 @@ export class CollectiveGroup {
   }
 
   // ---- receiving ----------------------------------------------------------------------------
+  //
+  // node:net calls `nextReadBuffer` after every read (and once on connect) for the buffer the
+  // next read fills, then `onRead` with the byte count. Every buffer handed out is exactly the
+  // rest of what the current state expects (4 bytes of reply length, a 16-byte header, the rest
+  // of a frame's payload), so a read never spans two frames and needs no queue.
 
-  private onData(chunk: Buffer): void {
-    this.chunks.push(chunk);
+  /** Exactly the rest of what the receive state expects; undefined while the frame is unknown. */
+  private currentTarget(): Uint8Array | undefined {
+    switch (this.rxPhase) {
+      case 'reply-len':
+        return this.replyLen.subarray(this.replyFilled);
+      case 'reply-body':
+        return this.replyBody.subarray(this.replyFilled);
+      case 'header':
+        return this.header.subarray(this.headerFilled);
+      case 'payload':
+        return this.frame?.slot.dest.subarray(this.frame.written);
+    }
+  }
+
+  private nextReadBuffer(): Uint8Array {
+    let target = this.currentTarget();
+    // A zero-length read buffer makes libuv fail the read (ENOBUFS); every state expects at
+    // least one byte, so this only guards. While the frame is unknown (the header of an
+    // operation this rank has not started; reading is paused until it does), the next read
+    // lands in `staging`, no longer than that frame, and is copied into place.
+    this.rxTargetIsStaging = target === undefined || target.length === 0;
+    if (this.rxTargetIsStaging) {
+      const left = this.pendingHeader?.bytes ?? 1;
+      target = this.staging.subarray(0, Math.max(1, Math.min(left, STAGING_BYTES)));
+    }
+    this.rxTarget = target!;
+    return target!;
+  }
+
+  /** Returns false to pause the socket (a frame of the operation after this one). */
+  private onRead(bytes: number): boolean {
+    if (this.closed) return true;
     if (this.op) this.touch();
-    this.pumpRecv();
-  }
-
-  /** Copies up to `dest.length - at` bytes from the queued chunks into dest; returns the count. */
-  private take(dest: Uint8Array, at: number): number {
-    let copied = 0;
-    while (at + copied < dest.length && this.chunks.length > 0) {
-      const chunk = this.chunks[0]!;
-      const n = Math.min(chunk.length - this.chunkOffset, dest.length - at - copied);
-      dest.set(chunk.subarray(this.chunkOffset, this.chunkOffset + n), at + copied);
-      copied += n;
-      this.chunkOffset += n;
-      if (this.chunkOffset === chunk.length) {
-        this.chunks.shift();
-        this.chunkOffset = 0;
+    if (this.rxTargetIsStaging) {
+      const real = this.currentTarget();
+      if (!real || real.length < bytes) {
+        if (!this.failure) this.protocolError(`${bytes} bytes arrived that no frame expects`);
+        return false;
       }
+      real.set(this.rxTarget.subarray(0, bytes));
     }
-    return copied;
-  }
-
-  private pumpRecv(): void {
-    while (!this.failure && !this.closed) {
-      if (!this.frame) {
-        this.headerFilled += this.take(this.header, this.headerFilled);
-        if (this.headerFilled < HEADER_BYTES) return;
-        const opId = this.header.readUInt32LE(0);
-        const step = this.header.readUInt32LE(4);
-        const sub = this.header.readUInt32LE(8);
-        const bytes = this.header.readUInt32LE(12);
-        if (step === ABORT_STEP) {
-          const reason = Buffer.alloc(Math.min(bytes, MAX_HELLO_BYTES));
-          this.frame = {
-            written: 0,
-            slot: {
-              step,
-              sub,
-              dest: reason,
-              done: () => {
-                const text = reason.toString('utf8');
-                this.fail(this.error(sub, `rank ${sub} failed: ${text}`), text);
-              },
-            },
-          };
-        } else {
-          const op = this.op;
-          if (!op || opId !== op.id) {
-            // A frame of the next operation: wait until this rank starts it (TCP flow control
-            // holds the sender back meanwhile).
-            if (!op || opId === (op.id + 1) >>> 0) {
-              this.recvPaused = true;
-              this.incoming?.pause();
-              return;
-            }
-            this.protocolError(`frame of operation ${opId} during operation ${op.id}`);
-            return;
+    switch (this.rxPhase) {
+      case 'reply-len':
+        this.replyFilled += bytes;
+        if (this.replyFilled === 4) {
+          const len = this.replyLen.readUInt32LE(0);
+          if (len > MAX_HELLO_BYTES) {
+            this.incoming?.destroy();
+            this.onReply?.({ ok: false, error: `handshake reply too large (${len} bytes)` });
+            return false;
           }
-          const slot = op.recvs[op.recvIndex];
-          if (!slot || slot.step !== step || slot.sub !== sub || slot.dest.length !== bytes) {
-            this.protocolError(
-              `got step ${step} part ${sub} (${bytes} bytes), expected ` +
-                (slot ? `step ${slot.step} part ${slot.sub} (${slot.dest.length} bytes)` : 'nothing') +
-                ': did every rank call the same collective with the same buffer length?',
-            );
-            return;
-          }
-          this.frame = { slot, written: 0 };
+          this.replyBody = Buffer.alloc(len);
+          this.replyFilled = 0;
+          this.rxPhase = 'reply-body';
+          if (len === 0) return this.replyDone();
         }
-      }
-      const frame = this.frame;
-      frame.written += this.take(frame.slot.dest, frame.written);
-      if (frame.written < frame.slot.dest.length) return;
-      this.frame = undefined;
-      this.headerFilled = 0;
-      if (frame.slot.step !== ABORT_STEP && this.op) this.op.recvIndex++;
-      frame.slot.done();
-      this.maybeFinish();
+        return true;
+      case 'reply-body':
+        this.replyFilled += bytes;
+        if (this.replyFilled === this.replyBody.length) return this.replyDone();
+        return true;
+      case 'header':
+        this.headerFilled += bytes;
+        if (this.headerFilled < HEADER_BYTES) return true;
+        this.headerFilled = 0;
+        return this.onHeader();
+      case 'payload':
+        return this.onPayload(bytes);
     }
+  }
+
+  private replyDone(): boolean {
+    this.rxPhase = 'header';
+    let value: unknown;
+    try {
+      value = JSON.parse(this.replyBody.toString('utf8'));
+    } catch {
+      value = { ok: false, error: 'handshake reply is not valid JSON: not a clawray collective peer' };
+    }
+    this.onReply?.(value);
+    this.onReply = undefined;
+    return true;
+  }
+
+  private onHeader(): boolean {
+    const opId = this.header.readUInt32LE(0);
+    const step = this.header.readUInt32LE(4);
+    const sub = this.header.readUInt32LE(8);
+    const bytes = this.header.readUInt32LE(12);
+    if (step === ABORT_STEP) {
+      const reason = Buffer.alloc(Math.min(bytes, MAX_HELLO_BYTES));
+      const done = (): void => {
+        const text = reason.toString('utf8');
+        this.fail(this.error(sub, `rank ${sub} failed: ${text}`), text);
+      };
+      if (reason.length === 0) {
+        done();
+        return false;
+      }
+      this.frame = { written: 0, slot: { step, sub, dest: reason, done } };
+      this.rxPhase = 'payload';
+      return true;
+    }
+    if (this.failure) return false;
+    const op = this.op;
+    if (!op || opId !== op.id) {
+      // A frame of the next operation: wait until this rank starts it (flow control holds the
+      // sender back meanwhile).
+      if (!op || opId === (op.id + 1) >>> 0) {
+        this.pendingHeader = { opId, step, sub, bytes };
+        this.rxPhase = 'payload';
+        this.recvPaused = true;
+        return false;
+      }
+      this.protocolError(`frame of operation ${opId} during operation ${op.id}`);
+      return false;
+    }
+    return this.startFrame(opId, step, sub, bytes);
+  }
+
+  /** Matches a header against the frame the current operation expects next. */
+  private startFrame(opId: number, step: number, sub: number, bytes: number): boolean {
+    const op = this.op;
+    const slot = op && op.id === opId ? op.recvs[op.recvIndex] : undefined;
+    if (!slot || slot.step !== step || slot.sub !== sub || slot.dest.length !== bytes) {
+      this.protocolError(
+        `got step ${step} part ${sub} (${bytes} bytes), expected ` +
+          (slot ? `step ${slot.step} part ${slot.sub} (${slot.dest.length} bytes)` : 'nothing') +
+          ': did every rank call the same collective with the same buffer length?',
+      );
+      return false;
+    }
+    this.frame = { slot, written: 0 };
+    this.rxPhase = 'payload';
+    if (bytes === 0) return this.finishFrame();
+    return true;
+  }
+
+  private onPayload(bytes: number): boolean {
+    const frame = this.frame;
+    if (!frame) return false;
+    frame.written += bytes;
+    if (frame.written < frame.slot.dest.length) return true;
+    return this.finishFrame();
+  }
+
+  private finishFrame(): boolean {
+    const frame = this.frame!;
+    this.frame = undefined;
+    this.rxPhase = 'header';
+    if (frame.slot.step !== ABORT_STEP && this.op) this.op.recvIndex++;
+    frame.slot.done();
+    this.maybeFinish();
+    return !this.failure && !this.closed;
   }
 
   private protocolError(detail: string): void {

@@ -18,11 +18,14 @@
 import { ConfigError } from '../../common/errors.js';
 import { ambientToken } from '../runtime/ambient.js';
 import { CollectiveGroup, type CollectiveGroupOptions, type ReduceOp } from './group.js';
+import type { TransportOption } from './transport.js';
 
 /** Per-group settings the driver may pass to `collectiveInit`. */
 export interface CollectiveInitOptions {
   timeoutMs?: number;
   subChunkBytes?: number;
+  /** 'auto' (default): Unix sockets between ranks on one host, TCP between hosts; or 'tcp', 'unix'. */
+  transport?: TransportOption;
   /** Overrides the actor's cluster token (tests; groups outside an actor process). */
   token?: string;
 }
@@ -54,6 +57,7 @@ export class CollectiveMember {
       token,
       timeoutMs: options.timeoutMs,
       subChunkBytes: options.subChunkBytes,
+      transport: options.transport,
     };
     this.collective = await CollectiveGroup.create(groupOptions);
     return this.collective.address;

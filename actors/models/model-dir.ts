@@ -8,6 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { ConfigError } from '../../common/errors.js';
 import { type ChatMessage, type ChatTemplate, loadChatTemplate, type ToolSchema } from './chat-template.js';
+import { type SamplingDefaults, samplingDefaults } from './generation-config.js';
 import { type Dims, dims, eosTokenIds, loadModelConfig, type ModelConfig } from './model-config.js';
 import { loadTensors, type SourcedTensor } from './safetensors.js';
 import { Tokenizer } from './tokenizer.js';
@@ -27,6 +28,8 @@ export interface ModelDir {
   chatTemplate: ChatTemplate | null;
   /** `generation_config.json` as it is ({} when absent). */
   generationConfig: Record<string, unknown>;
+  /** What a request that omits temperature / top_p / top_k / max_tokens falls back to. */
+  samplingDefaults: SamplingDefaults;
   /** Every id that ends a generation: generation_config, config.json and the tokenizer's eos. */
   eosTokenIds: number[];
 }
@@ -87,7 +90,7 @@ export function checkWeights(tensors: ReadonlyMap<string, SourcedTensor>, d: Dim
   return weights;
 }
 
-function readGenerationConfig(dir: string): Record<string, unknown> {
+export function readGenerationConfig(dir: string): Record<string, unknown> {
   const file = join(dir, GENERATION_CONFIG_FILE);
   if (!existsSync(file)) return {};
   let raw: unknown;
@@ -132,6 +135,7 @@ export function loadModelDir(dir: string, options: LoadModelDirOptions = {}): Mo
   }
   const chatTemplate = loadChatTemplate(dir);
   const generationConfig = readGenerationConfig(dir);
+  const defaults = samplingDefaults(generationConfig, join(dir, GENERATION_CONFIG_FILE));
   const eos = [
     ...idList(generationConfig.eos_token_id),
     ...eosTokenIds(config),
@@ -149,7 +153,17 @@ export function loadModelDir(dir: string, options: LoadModelDirOptions = {}): Mo
     }
   }
   const weights = options.weights === false ? new Map() : checkWeights(loadTensors(dir), d, dir);
-  return { dir, config, dims: d, weights, tokenizer, chatTemplate, generationConfig, eosTokenIds: eosIds };
+  return {
+    dir,
+    config,
+    dims: d,
+    weights,
+    tokenizer,
+    chatTemplate,
+    generationConfig,
+    samplingDefaults: defaults,
+    eosTokenIds: eosIds,
+  };
 }
 
 /** The text of a chat prompt: the model's chat template with the generation prompt. */

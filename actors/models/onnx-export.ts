@@ -26,8 +26,18 @@
  * is stored transposed ([in, out], so MatMul needs no Transpose) as `<hf name>.T`; a tied
  * lm_head is `lm_head.weight.T`, the embedding's transpose. RoPE tables are
  * `rope.cos` / `rope.sin` [maxPositions, headDim].
+ *
+ * Weights live outside the graph: `buildDecoderGraph` needs only the config and returns the
+ * graph with every weight as ONNX external data in `model.onnx_data` (offsets aligned to
+ * 4 KiB) plus a `WeightLayout` that says where each Hugging Face tensor lands (which
+ * initializers, transposed or not, at which offset). The graph protobuf is then a few hundred
+ * KiB at any model size (protobuf's 2 GiB limit never applies), the weights are one buffer
+ * that `writeWeights` fills or updates tensor by tensor, and onnxruntime loads the pair
+ * (`externalData`). Weights may be stored as float16 or bfloat16: the initializer then has
+ * that type and a Cast to float32 follows it (folded by onnxruntime at load), so the stored
+ * buffer is half the size while the math stays float32.
  */
-import { closeSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError } from '../../common/errors.js';
 import { type Dims, dims as dimsOf, type ModelConfig } from './model-config.js';
@@ -41,10 +51,13 @@ import {
   type OnnxAttribute,
   type OnnxModel,
   type OnnxNode,
+  type OnnxStringEntry,
   type OnnxTensor,
   type OnnxValueInfo,
   valueInfo,
 } from './onnx-proto.js';
+import { type RopeSpec, ropeFrequencies, writeRopeRow } from './rope.js';
+import { bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits } from './safetensors.js';
 import { layerPrefix, type WeightMap, weightSpecs } from './weight-names.js';
 
 export const ONNX_OPSET = 17;
@@ -64,13 +77,72 @@ export const DIM_NAMES = {
 
 export const MODEL_FILE = 'model.onnx';
 export const MODEL_DATA_FILE = 'model.onnx_data';
+/** optimum's and onnx-community's folder for ONNX files inside a model directory. */
+export const ONNX_DIR = 'onnx';
+
+/**
+ * The ONNX decoder of a model directory: `model.onnx` beside config.json, or the
+ * optimum/onnx-community layout `onnx/model.onnx`; null when there is neither.
+ */
+export function findOnnxModel(dir: string): string | null {
+  for (const file of [join(dir, MODEL_FILE), join(dir, ONNX_DIR, MODEL_FILE)])
+    if (existsSync(file)) return file;
+  return null;
+}
 
 /** A protobuf message may not exceed 2 GiB; larger exports keep weights in model.onnx_data. */
 const INLINE_LIMIT_BYTES = 2 ** 31 - 64 * 2 ** 20;
-/** Initializers at least this large go to the external data file when there is one. */
-const EXTERNAL_MIN_BYTES = 1024;
 /** Offsets into the external data file are multiples of this (ONNX's advice, for mmap). */
-const EXTERNAL_ALIGN = 4096;
+export const EXTERNAL_ALIGN = 4096;
+
+/** How weights are stored in the graph's data (the math is float32 either way). */
+export type WeightDtype = 'float32' | 'float16' | 'bfloat16';
+export const WEIGHT_DTYPES: readonly WeightDtype[] = ['float32', 'float16', 'bfloat16'];
+
+const DTYPE_CODES: Record<WeightDtype, number> = {
+  float32: DataType.FLOAT,
+  float16: DataType.FLOAT16,
+  bfloat16: DataType.BFLOAT16,
+};
+const DTYPE_BYTES: Record<WeightDtype, number> = { float32: 4, float16: 2, bfloat16: 2 };
+
+/** One weight initializer in the external data: where it is and which Hugging Face tensor fills it. */
+export interface WeightEntry {
+  /** The initializer's name in the graph (`<hf name>.T` when transposed). */
+  name: string;
+  /** The Hugging Face tensor it holds. */
+  source: string;
+  /** The initializer's shape ([in, out] when transposed). */
+  dims: number[];
+  /** Stored as the transpose of the Hugging Face [out, in] tensor. */
+  transpose: boolean;
+  /** Byte offset in the data buffer (a multiple of EXTERNAL_ALIGN). */
+  offset: number;
+  bytes: number;
+}
+
+/** A float32 table the graph computes from its config (RoPE cos/sin), stored with the weights. */
+export interface ConstantTable {
+  name: string;
+  offset: number;
+  data: Float32Array;
+}
+
+/** Where every weight of a decoder graph lives in its external data buffer. */
+export interface WeightLayout {
+  dtype: WeightDtype;
+  entries: WeightEntry[];
+  /** Written once by allocateWeightData; no update touches them. */
+  tables: ConstantTable[];
+  /** Size of the data buffer. */
+  bytes: number;
+}
+
+/** A decoder graph whose weights are external (in `model.onnx_data`), and their layout. */
+export interface DecoderGraph {
+  model: OnnxModel;
+  layout: WeightLayout;
+}
 
 export interface DecoderExportOptions {
   /** Rows of the RoPE tables, i.e. the largest position id + 1. Default max_position_embeddings. */
@@ -79,6 +151,8 @@ export interface DecoderExportOptions {
   producerVersion?: string;
   /** Graph name (default: the config's model_type). */
   graphName?: string;
+  /** Storage type of the weights (default float32). */
+  dtype?: WeightDtype;
 }
 
 export interface DecoderWriteOptions extends DecoderExportOptions {
@@ -110,6 +184,10 @@ export function decoderIoNames(layers: number): { inputs: string[]; outputs: str
 class GraphBuilder {
   readonly nodes: OnnxNode[] = [];
   readonly initializers: OnnxTensor[] = [];
+  readonly entries: WeightEntry[] = [];
+  readonly tables: ConstantTable[] = [];
+  /** End of the external data written so far. */
+  dataBytes = 0;
   private readonly names = new Set<string>();
   private readonly constants = new Map<string, string>();
   private readonly scopes: string[] = [];
@@ -156,11 +234,48 @@ class GraphBuilder {
     return this.opN(opType, inputs, [output], attributes)[0];
   }
 
-  /** A float32 initializer. */
-  weight(name: string, dims: number[], data: Float32Array): string {
+  constructor(private readonly dtype: WeightDtype) {}
+
+  /**
+   * A weight initializer in the external data, filled from the Hugging Face tensor `source`
+   * (transposed when `transpose`). Returns the float32 value to compute with: the initializer,
+   * or a Cast of it when weights are stored as float16/bfloat16.
+   */
+  weight(name: string, dims: number[], source: string, transpose = false): string {
     if (this.names.has(name)) throw new Error(`duplicate initializer ${name}`);
     this.names.add(name);
-    this.initializers.push(floatTensor(name, dims, data));
+    const offset = this.dataBytes + ((EXTERNAL_ALIGN - (this.dataBytes % EXTERNAL_ALIGN)) % EXTERNAL_ALIGN);
+    const bytes = dims.reduce((a, b) => a * b, 1) * DTYPE_BYTES[this.dtype];
+    this.entries.push({ name, source, dims, transpose, offset, bytes });
+    this.dataBytes = offset + bytes;
+    this.initializers.push({
+      name,
+      dims,
+      data_type: DTYPE_CODES[this.dtype],
+      data_location: 1,
+      external_data: externalRef(offset, bytes),
+    });
+    if (this.dtype === 'float32') return name;
+    return this.op('Cast', [name], [attr.int('to', DataType.FLOAT)]);
+  }
+
+  /**
+   * A float32 table computed from the config (RoPE), not a weight: external like the weights
+   * (so the graph stays small), always float32, and written by `allocateWeightData`.
+   */
+  table(name: string, dims: number[], data: Float32Array): string {
+    if (this.names.has(name)) throw new Error(`duplicate initializer ${name}`);
+    this.names.add(name);
+    const offset = this.dataBytes + ((EXTERNAL_ALIGN - (this.dataBytes % EXTERNAL_ALIGN)) % EXTERNAL_ALIGN);
+    this.tables.push({ name, offset, data });
+    this.dataBytes = offset + data.byteLength;
+    this.initializers.push({
+      name,
+      dims,
+      data_type: DataType.FLOAT,
+      data_location: 1,
+      external_data: externalRef(offset, data.byteLength),
+    });
     return name;
   }
 
@@ -215,29 +330,25 @@ function transpose(data: Float32Array, rows: number, cols: number): Float32Array
 }
 
 /**
- * RoPE tables [maxPositions, headDim] as Hugging Face computes them in float32:
- * inv_freq[j] = 1 / theta^(2j / headDim); angle = fp32(pos · inv_freq[j]); the half-table
- * is duplicated to the full head dimension.
+ * RoPE tables [maxPositions, headDim] under the model's RoPE (rope.ts, the same rows the TF.js
+ * decoder computes: HF's float32 inv_freq with its rope scaling, angle = fp32(pos · inv_freq),
+ * cos/sin times yarn's attention factor), the half-table duplicated to the full head.
  */
 export function ropeTableData(
   headDim: number,
-  theta: number,
+  rope: RopeSpec,
   maxPositions: number,
 ): { cos: Float32Array; sin: Float32Array } {
-  const half = headDim / 2;
-  const invFreq = new Float32Array(half);
-  for (let j = 0; j < half; j++)
-    invFreq[j] = Math.fround(1 / Math.fround(theta ** Math.fround((2 * j) / headDim)));
+  const freqs = ropeFrequencies(rope, headDim);
+  if (maxPositions > freqs.positionLimit) {
+    throw new ConfigError(
+      `ONNX export: maxPositions ${maxPositions} is past the ${freqs.positionLimit} positions a '${rope.type}' RoPE is served for (rope.ts)`,
+      { fields: { maxPositions } },
+    );
+  }
   const cos = new Float32Array(maxPositions * headDim);
   const sin = new Float32Array(maxPositions * headDim);
-  for (let p = 0; p < maxPositions; p++) {
-    const base = p * headDim;
-    for (let j = 0; j < half; j++) {
-      const angle = Math.fround(p * invFreq[j]);
-      cos[base + j] = cos[base + half + j] = Math.cos(angle);
-      sin[base + j] = sin[base + half + j] = Math.sin(angle);
-    }
-  }
+  for (let p = 0; p < maxPositions; p++) writeRopeRow(freqs, p, cos, sin, p * headDim, true);
   return { cos, sin };
 }
 
@@ -246,7 +357,6 @@ export function ropeTableData(
 interface Ctx {
   g: GraphBuilder;
   d: Dims;
-  weights: WeightMap;
 }
 
 /** x · Wᵀ (+ b) for the Linear named `prefix` (weight [out, in] stored as `<prefix>.weight.T`). */
@@ -258,30 +368,25 @@ function linear(
   outFeatures: number,
   bias: boolean,
 ): string {
-  const { g, weights } = ctx;
+  const { g } = ctx;
   const name = prefix.split('.').pop()!;
   return g.within(name, () => {
-    const w = g.weight(
-      `${prefix}.weight.T`,
-      [inFeatures, outFeatures],
-      transpose(weights.get(`${prefix}.weight`)!, outFeatures, inFeatures),
-    );
+    const w = g.weight(`${prefix}.weight.T`, [inFeatures, outFeatures], `${prefix}.weight`, true);
     const y = g.op('MatMul', [x, w]);
     if (!bias) return y;
-    return g.op('Add', [y, g.weight(`${prefix}.bias`, [outFeatures], weights.get(`${prefix}.bias`)!)]);
+    return g.op('Add', [y, g.weight(`${prefix}.bias`, [outFeatures], `${prefix}.bias`)]);
   });
 }
 
 /** RMSNorm over the last axis: x / sqrt(mean(x²) + eps) * w. */
 function rmsNorm(ctx: Ctx, x: string, weightName: string, size: number, scope: string): string {
-  const { g, d, weights } = ctx;
+  const { g, d } = ctx;
   return g.within(scope, () => {
     const sq = g.op('Pow', [x, g.scalar(2)]);
     const mean = g.op('ReduceMean', [sq], [attr.ints('axes', [-1]), attr.int('keepdims', 1)]);
     const root = g.op('Sqrt', [g.op('Add', [mean, g.scalar(d.eps)])]);
     const normed = g.op('Div', [x, root]);
-    const w = weights.get(weightName)!;
-    return g.op('Mul', [normed, g.weight(weightName, [size], w)]);
+    return g.op('Mul', [normed, g.weight(weightName, [size], weightName)]);
   });
 }
 
@@ -398,9 +503,9 @@ function attentionMask(ctx: Ctx): string {
 function ropeInputs(ctx: Ctx, maxPositions: number): { cos: string; sin: string } {
   const { g, d } = ctx;
   return g.within('rotary_emb', () => {
-    const tables = ropeTableData(d.headDim, d.ropeTheta, maxPositions);
+    const tables = ropeTableData(d.headDim, d.rope, maxPositions);
     const gathered = (name: 'cos' | 'sin') => {
-      const table = g.weight(`rope.${name}`, [maxPositions, d.headDim], tables[name]);
+      const table = g.table(`rope.${name}`, [maxPositions, d.headDim], tables[name]);
       return g.op('Unsqueeze', [g.op('Gather', [table, 'position_ids'], [attr.int('axis', 0)]), g.ints([1])]);
     };
     return { cos: gathered('cos'), sin: gathered('sin') };
@@ -428,29 +533,32 @@ function graphIo(d: Dims): { inputs: OnnxValueInfo[]; outputs: OnnxValueInfo[] }
   return { inputs, outputs };
 }
 
-/** Builds the ONNX model (initializers still reference their Float32Arrays; nothing is serialized). */
-export function buildDecoderModel(
-  config: ModelConfig,
-  weights: WeightMap,
-  opts: DecoderExportOptions = {},
-): OnnxModel {
+/**
+ * Builds the decoder graph for `config` with every weight external (in `model.onnx_data`, laid
+ * out as `layout` says); no weight is read. Fill a buffer of `layout.bytes` with `writeWeights`.
+ */
+export function buildDecoderGraph(config: ModelConfig, opts: DecoderExportOptions = {}): DecoderGraph {
   const d = dimsOf(config);
   if (d.headDim % 2 !== 0)
     throw new ConfigError(`ONNX export: head_dim must be even for RoPE, got ${d.headDim}`);
-  checkWeights(d, weights);
   const maxPositions = opts.maxPositions ?? config.max_position_embeddings;
   if (!Number.isInteger(maxPositions) || maxPositions < 1) {
     throw new ConfigError(`ONNX export: maxPositions must be a positive integer, got ${maxPositions}`);
   }
-  const g = new GraphBuilder();
-  const ctx: Ctx = { g, d, weights };
+  const dtype = opts.dtype ?? 'float32';
+  if (!WEIGHT_DTYPES.includes(dtype)) {
+    throw new ConfigError(
+      `ONNX export: dtype must be one of ${WEIGHT_DTYPES.join(', ')}, got ${String(dtype)}`,
+      {
+        fields: { option: 'dtype' },
+      },
+    );
+  }
+  const g = new GraphBuilder(dtype);
+  const ctx: Ctx = { g, d };
 
   g.within('model', () => {
-    const embed = g.weight(
-      'model.embed_tokens.weight',
-      [d.vocab, d.hidden],
-      weights.get('model.embed_tokens.weight')!,
-    );
+    const embed = g.weight('model.embed_tokens.weight', [d.vocab, d.hidden], 'model.embed_tokens.weight');
     let h = g.within('embed_tokens', () => g.op('Gather', [embed, 'input_ids'], [attr.int('axis', 0)]));
     const mask = attentionMask(ctx);
     const { cos, sin } = ropeInputs(ctx, maxPositions);
@@ -470,22 +578,19 @@ export function buildDecoderModel(
       });
     }
     const final = rmsNorm(ctx, h, 'model.norm.weight', d.hidden, 'norm');
-    const head = d.tied
-      ? g.weight(
-          'lm_head.weight.T',
-          [d.hidden, d.vocab],
-          transpose(weights.get('model.embed_tokens.weight')!, d.vocab, d.hidden),
-        )
-      : g.weight(
-          'lm_head.weight.T',
-          [d.hidden, d.vocab],
-          transpose(weights.get('lm_head.weight')!, d.vocab, d.hidden),
-        );
+    // A tied lm_head is the embedding's transpose, kept as its own initializer so MatMul needs
+    // no Transpose (and transformers.js-style consumers see a plain MatMul).
+    const head = g.weight(
+      'lm_head.weight.T',
+      [d.hidden, d.vocab],
+      d.tied ? 'model.embed_tokens.weight' : 'lm_head.weight',
+      true,
+    );
     g.within('lm_head', () => g.opTo('logits', 'MatMul', [final, head]));
   });
 
   const { inputs, outputs } = graphIo(d);
-  return {
+  const model: OnnxModel = {
     ir_version: ONNX_IR_VERSION,
     opset_import: [{ domain: '', version: ONNX_OPSET }],
     producer_name: 'clawray',
@@ -500,6 +605,7 @@ export function buildDecoderModel(
     },
     metadata_props: [
       { key: 'clawray.kind', value: 'decoder-kv' },
+      { key: 'clawray.weight_dtype', value: dtype },
       { key: 'model_type', value: config.model_type },
       { key: 'num_hidden_layers', value: String(d.layers) },
       { key: 'num_key_value_heads', value: String(d.kvHeads) },
@@ -507,6 +613,159 @@ export function buildDecoderModel(
       { key: 'max_positions', value: String(maxPositions) },
     ],
   };
+  return { model, layout: { dtype, entries: g.entries, tables: g.tables, bytes: g.dataBytes } };
+}
+
+function externalRef(offset: number, bytes: number): OnnxStringEntry[] {
+  return [
+    { key: 'location', value: MODEL_DATA_FILE },
+    { key: 'offset', value: String(offset) },
+    { key: 'length', value: String(bytes) },
+  ];
+}
+
+/**
+ * A buffer for a layout's data (its own ArrayBuffer, so typed views of it are aligned), with
+ * the constant tables written and every weight zero until `writeWeights` fills it.
+ */
+export function allocateWeightData(layout: WeightLayout): Uint8Array {
+  const data = new Uint8Array(new ArrayBuffer(layout.bytes));
+  for (const t of layout.tables)
+    data.set(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength), t.offset);
+  return data;
+}
+
+/** The entries each Hugging Face tensor fills (a tied embedding fills two). */
+export function entriesBySource(layout: WeightLayout): Map<string, WeightEntry[]> {
+  const out = new Map<string, WeightEntry[]>();
+  for (const e of layout.entries) {
+    const list = out.get(e.source) ?? [];
+    list.push(e);
+    out.set(e.source, list);
+  }
+  return out;
+}
+
+/** The Hugging Face [out, in] (or 1-D) shape of an entry's source. */
+export function sourceShape(e: WeightEntry): number[] {
+  return e.transpose ? [e.dims[1], e.dims[0]] : e.dims;
+}
+
+function checkData(layout: WeightLayout, data: Uint8Array): void {
+  if (data.byteLength < layout.bytes) {
+    throw new ConfigError(
+      `weight data holds ${data.byteLength} bytes; the graph's layout needs ${layout.bytes}`,
+    );
+  }
+  if (data.byteOffset % 4 !== 0) throw new Error('weight data must be 4-byte aligned');
+}
+
+/** Writes one Hugging Face tensor's values into one entry (transposing, converting). */
+export function writeEntry(dtype: WeightDtype, data: Uint8Array, e: WeightEntry, values: Float32Array): void {
+  const n = e.bytes / DTYPE_BYTES[dtype];
+  if (values.length !== n) {
+    throw new ConfigError(
+      `${e.source} has ${values.length} values, expected ${n} ([${sourceShape(e).join(', ')}])`,
+      { fields: { tensor: e.source } },
+    );
+  }
+  const src = e.transpose ? transpose(values, e.dims[1], e.dims[0]) : values;
+  if (dtype === 'float32') {
+    new Float32Array(data.buffer, data.byteOffset + e.offset, n).set(src);
+    return;
+  }
+  const bits = new Uint16Array(data.buffer, data.byteOffset + e.offset, n);
+  const encode = dtype === 'bfloat16' ? f32ToBf16Bits : f32ToF16Bits;
+  for (let i = 0; i < n; i++) bits[i] = encode(src[i]);
+}
+
+/**
+ * Writes the Hugging Face tensors in `tensors` into `data` (laid out by `layout`); tensors the
+ * layout does not name are refused, and only the bytes of the named ones are touched. Returns
+ * the initializer names written.
+ */
+export function writeWeights(
+  layout: WeightLayout,
+  data: Uint8Array,
+  tensors: ReadonlyMap<string, Float32Array>,
+  bySource: Map<string, WeightEntry[]> = entriesBySource(layout),
+): string[] {
+  checkData(layout, data);
+  for (const name of tensors.keys()) {
+    if (!bySource.has(name))
+      throw new ConfigError(`unknown tensor ${name}: the model has no such weight`, {
+        fields: { tensor: name },
+      });
+  }
+  const written: string[] = [];
+  for (const [name, values] of tensors) {
+    for (const e of bySource.get(name)!) {
+      writeEntry(layout.dtype, data, e, values);
+      written.push(e.name);
+    }
+  }
+  return written;
+}
+
+/** One Hugging Face tensor back from the data, as float32 in its [out, in] layout. */
+export function readWeight(
+  layout: WeightLayout,
+  data: Uint8Array,
+  name: string,
+  bySource: Map<string, WeightEntry[]> = entriesBySource(layout),
+): Float32Array {
+  const entries = bySource.get(name);
+  if (!entries) throw new ConfigError(`unknown tensor ${name}: the model has no such weight`);
+  const e = entries.find((x) => !x.transpose) ?? entries[0];
+  const n = e.bytes / DTYPE_BYTES[layout.dtype];
+  let values: Float32Array;
+  if (layout.dtype === 'float32') {
+    values = new Float32Array(data.buffer, data.byteOffset + e.offset, n).slice();
+  } else {
+    const bits = new Uint16Array(data.buffer, data.byteOffset + e.offset, n);
+    const decode = layout.dtype === 'bfloat16' ? bf16BitsToF32 : f16BitsToF32;
+    values = new Float32Array(n);
+    for (let i = 0; i < n; i++) values[i] = decode(bits[i]);
+  }
+  return e.transpose ? transpose(values, e.dims[0], e.dims[1]) : values;
+}
+
+/** Builds the ONNX model with every weight inline (views of one buffer; nothing is serialized). */
+export function buildDecoderModel(
+  config: ModelConfig,
+  weights: WeightMap,
+  opts: DecoderExportOptions = {},
+): OnnxModel {
+  checkWeights(dimsOf(config), weights);
+  const { model, layout } = buildDecoderGraph(config, opts);
+  const data = allocateWeightData(layout);
+  writeWeights(layout, data, weights);
+  const byName = new Map<string, { offset: number; bytes: number }>(layout.entries.map((e) => [e.name, e]));
+  for (const t of layout.tables) byName.set(t.name, { offset: t.offset, bytes: t.data.byteLength });
+  for (const t of model.graph.initializer) {
+    const e = byName.get(t.name ?? '');
+    if (!e) continue;
+    t.raw_data = data.subarray(e.offset, e.offset + e.bytes);
+    delete t.external_data;
+    delete t.data_location;
+  }
+  return model;
+}
+
+/**
+ * The decoder as graph bytes (weights external, referencing `model.onnx_data`) and the data
+ * buffer: what `OnnxDecoder.load` takes as `{ graph, data }` and `writeDecoderOnnx` writes.
+ */
+export function exportDecoderExternal(
+  config: ModelConfig,
+  weights: WeightMap,
+  opts: DecoderExportOptions = {},
+): { graph: Uint8Array; data: Uint8Array; layout: WeightLayout } {
+  checkWeights(dimsOf(config), weights);
+  const { model, layout } = buildDecoderGraph(config, opts);
+  const data = allocateWeightData(layout);
+  writeWeights(layout, data, weights);
+  return { graph: encodeModel(model), data, layout };
 }
 
 function initializerBytes(model: OnnxModel): number {
@@ -526,7 +785,7 @@ export function exportDecoderOnnx(
   if (size > INLINE_LIMIT_BYTES) {
     throw new ConfigError(
       `ONNX export: ${(size / 2 ** 30).toFixed(2)} GiB of weights do not fit in one protobuf message (2 GiB); ` +
-        'use writeDecoderOnnx, which keeps them in model.onnx_data',
+        'use exportDecoderExternal or writeDecoderOnnx, which keep them in model.onnx_data',
     );
   }
   return encodeModel(model);
@@ -536,8 +795,8 @@ function tempName(path: string): string {
   return `${path}.tmp-${process.pid}-${Math.random().toString(36).slice(2, 10)}`;
 }
 
-/** Writes `bytes` to `path` through a temporary file and a rename. */
-function writeAtomic(path: string, chunks: Iterable<Uint8Array>): void {
+/** Writes `chunks` to `path` through a temporary file and a rename. */
+export function writeAtomic(path: string, chunks: Iterable<Uint8Array>): void {
   const tmp = tempName(path);
   const fd = openSync(tmp, 'w');
   try {
@@ -554,28 +813,19 @@ function writeAtomic(path: string, chunks: Iterable<Uint8Array>): void {
   renameSync(tmp, path);
 }
 
-/**
- * Moves the initializers' bytes to `model.onnx_data` (offsets aligned to 4 KiB) and yields
- * the chunks to write there, in order; the model's tensors then point at the file.
- */
-function* externalize(model: OnnxModel): Generator<Uint8Array> {
-  let offset = 0;
-  for (const t of model.graph.initializer) {
-    const raw = t.raw_data;
-    if (raw === undefined || raw.byteLength < EXTERNAL_MIN_BYTES) continue;
-    const pad = (EXTERNAL_ALIGN - (offset % EXTERNAL_ALIGN)) % EXTERNAL_ALIGN;
-    if (pad > 0) yield new Uint8Array(pad);
-    offset += pad;
-    t.external_data = [
-      { key: 'location', value: MODEL_DATA_FILE },
-      { key: 'offset', value: String(offset) },
-      { key: 'length', value: String(raw.byteLength) },
-    ];
-    t.data_location = 1;
-    delete t.raw_data;
-    yield raw;
-    offset += raw.byteLength;
-  }
+/** Writes `<dir>/model.onnx` + `<dir>/model.onnx_data` (graph bytes with external weights). */
+export function writeExternalOnnx(
+  dir: string,
+  graph: Uint8Array,
+  data: Uint8Array,
+): { model: string; data: string } {
+  mkdirSync(dir, { recursive: true });
+  const modelPath = join(dir, MODEL_FILE);
+  const dataPath = join(dir, MODEL_DATA_FILE);
+  // The data file first: a reader that sees the new model.onnx finds its data.
+  writeAtomic(dataPath, [data]);
+  writeAtomic(modelPath, [graph]);
+  return { model: modelPath, data: dataPath };
 }
 
 /**
@@ -588,18 +838,17 @@ export function writeDecoderOnnx(
   weights: WeightMap,
   opts: DecoderWriteOptions = {},
 ): { model: string; data?: string } {
-  const model = buildDecoderModel(config, weights, opts);
-  const external = opts.externalData ?? initializerBytes(model) > INLINE_LIMIT_BYTES;
+  checkWeights(dimsOf(config), weights);
+  const { model, layout } = buildDecoderGraph(config, opts);
+  const external = opts.externalData ?? layout.bytes > INLINE_LIMIT_BYTES;
+  if (external) {
+    const data = allocateWeightData(layout);
+    writeWeights(layout, data, weights);
+    return writeExternalOnnx(dir, encodeModel(model), data);
+  }
   mkdirSync(dir, { recursive: true });
   const modelPath = join(dir, MODEL_FILE);
-  const dataPath = join(dir, MODEL_DATA_FILE);
-  if (external) {
-    // The data file first: a reader that sees the new model.onnx finds its data.
-    writeAtomic(dataPath, externalize(model));
-    writeAtomic(modelPath, [encodeModel(model)]);
-    return { model: modelPath, data: dataPath };
-  }
-  writeAtomic(modelPath, [encodeModel(model)]);
-  rmSync(dataPath, { force: true });
+  writeAtomic(modelPath, [exportDecoderOnnx(config, weights, opts)]);
+  rmSync(join(dir, MODEL_DATA_FILE), { force: true });
   return { model: modelPath };
 }

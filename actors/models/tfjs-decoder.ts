@@ -5,7 +5,8 @@
  *
  * - RMSNorm `x / sqrt(mean(x²) + eps) * w` in float32;
  * - q/k/v projections (with bias when `attentionBias`), Qwen3's per-head q/k RMSNorm before
- *   RoPE, non-interleaved ("rotate_half") RoPE with positions from `position_ids`;
+ *   RoPE, non-interleaved ("rotate_half") RoPE with positions from `position_ids` and the
+ *   config's rope scaling (rope.ts);
  * - grouped-query attention (query head h reads key/value head ⌊h / groups⌋), scores scaled
  *   by 1/√headDim, causal over key slots [past…, new…] and masked by `attention_mask`;
  * - SwiGLU MLP, final norm, `lm_head` (or the embedding matrix when tied).
@@ -16,6 +17,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { type Dims, dims as dimsOf, type ModelConfig } from './model-config.js';
+import { type RopeSpec, ropeFrequencies, writeRopeRow } from './rope.js';
 import { layerPrefix, type TensorSpec, type WeightMap, weightSpecs } from './weight-names.js';
 
 /** One layer's cache: each `[batch, kvHeads, len, headDim]` (optimum's `past_key_values.N.key|value`). */
@@ -82,45 +84,24 @@ export function disposeKvCache(cache: KvCache | undefined): void {
 }
 
 /**
- * RoPE's inverse frequencies as Hugging Face computes them in float32:
- * `1 / theta^(2j / headDim)` for j < headDim / 2.
- */
-export function ropeInvFreq(headDim: number, theta: number): Float32Array {
-  const half = headDim / 2;
-  const out = new Float32Array(half);
-  for (let j = 0; j < half; j++) {
-    const exponent = Math.fround((2 * j) / headDim);
-    out[j] = Math.fround(1 / Math.fround(theta ** exponent));
-  }
-  return out;
-}
-
-/**
- * cos and sin of `position * inv_freq` for each [batch][seq] position, as flat
- * [batch, seq, headDim / 2] arrays (the second half of HF's duplicated table is the same).
- * The angle is rounded to float32 first, as HF's float32 matmul does.
+ * cos and sin of each [batch][seq] position under the model's RoPE (rope.ts: the same tables
+ * the ONNX export bakes in), as flat [batch, seq, headDim / 2] arrays (the second half of
+ * HF's duplicated table is the same).
  */
 export function ropeTables(
   positionIds: number[][],
   headDim: number,
-  theta: number,
+  rope: RopeSpec,
 ): { cos: Float32Array; sin: Float32Array } {
-  const invFreq = ropeInvFreq(headDim, theta);
+  const freqs = ropeFrequencies(rope, headDim);
   const half = headDim / 2;
   const batch = positionIds.length;
   const seq = positionIds[0]?.length ?? 0;
   const cos = new Float32Array(batch * seq * half);
   const sin = new Float32Array(batch * seq * half);
   for (let b = 0; b < batch; b++) {
-    for (let i = 0; i < seq; i++) {
-      const pos = positionIds[b][i];
-      const base = (b * seq + i) * half;
-      for (let j = 0; j < half; j++) {
-        const angle = Math.fround(invFreq[j] * pos);
-        cos[base + j] = Math.cos(angle);
-        sin[base + j] = Math.sin(angle);
-      }
-    }
+    for (let i = 0; i < seq; i++)
+      writeRopeRow(freqs, positionIds[b][i], cos, sin, (b * seq + i) * half, false);
   }
   return { cos, sin };
 }
@@ -350,7 +331,7 @@ export class TfjsDecoder {
         }
       }
     }
-    const rope = ropeTables(positionIds, d.headDim, d.ropeTheta);
+    const rope = ropeTables(positionIds, d.headDim, d.rope);
 
     return tf.tidy((): ForwardOutput => {
       const mask = tf.tensor4d(maskData, [batch, 1, seq, total]);

@@ -4,6 +4,7 @@
  * server never tokenizes model output itself (token ids and logprobs come from the engine).
  */
 import type { ChatMessage, ToolCall, ToolSchema } from '../models/chat-template.js';
+import type { SamplingDefaults } from '../models/generation-config.js';
 import type { GenerateRequest, GenerateResult } from './rollout-engine.js';
 
 export type { ChatMessage, ToolCall, ToolSchema } from '../models/chat-template.js';
@@ -25,6 +26,8 @@ export interface ChatModel {
   encodeText?(text: string): number[];
   /** The raw bytes of one token (a byte-level token may hold part of a character). */
   tokenBytes?(tokenId: number): number[];
+  /** The model's generation_config.json defaults for what a request omits. */
+  readonly samplingDefaults?: SamplingDefaults;
   /** Tokens a prompt and its generation may hold together (the model's context). */
   readonly maxContext?: number;
   /**

@@ -169,18 +169,23 @@ export function registerCompletions(app: FastifyInstance, d: CompletionsDeps): v
     stops: string[],
     choice: number,
   ): GenerateRequest {
+    const gen = model.samplingDefaults;
     let maxTokens = body.max_tokens ?? undefined;
     if (maxTokens === undefined) {
       const room =
         model.maxContext !== undefined
           ? Math.max(1, model.maxContext - prompt.length)
           : Number.POSITIVE_INFINITY;
-      maxTokens = Math.min(d.defaultMaxTokens ?? DEFAULT_MAX_TOKENS, room);
+      maxTokens = Math.min(d.defaultMaxTokens ?? gen?.maxTokens ?? DEFAULT_MAX_TOKENS, room);
     }
     const req: GenerateRequest = { promptTokenIds: prompt, maxTokens };
-    if (body.temperature != null) req.temperature = body.temperature;
-    if (body.top_p != null) req.topP = body.top_p;
-    if (body.top_k != null) req.topK = Math.max(0, body.top_k);
+    // What the request omits falls back to the model's generation_config.json.
+    const temperature = body.temperature ?? gen?.temperature;
+    const topP = body.top_p ?? gen?.topP;
+    const topK = body.top_k ?? gen?.topK;
+    if (temperature !== undefined) req.temperature = temperature;
+    if (topP !== undefined) req.topP = topP;
+    if (topK !== undefined) req.topK = Math.max(0, topK);
     if (body.seed != null) req.seed = body.seed + choice;
     if (stops.length > 0) req.stop = stops;
     if (body.logprobs) req.topLogprobs = body.logprobs;

@@ -64,4 +64,29 @@ describe('KvBatch', () => {
     expect(batch.size).toBe(0);
     expect(batch.past).toBe(0);
   });
+
+  it('adopts a left-padded prefill output and cuts each member out of it', () => {
+    const batch = new KvBatch(layout);
+    const a = seqKv(1, 2);
+    const b = seqKv(2, 4);
+    batch.pack([a, b]);
+    const scratch = new KvBatch(layout);
+    scratch.adopt(batch.kv, [2, 4]);
+    expect(scratch.past).toBe(4);
+    expect(scratch.extract(0)).toEqual(a);
+    expect(scratch.extract(1)).toEqual(b);
+  });
+
+  it('reserves step outputs for the longest length a member may reach, and lets oversized ones go', () => {
+    const batch = new KvBatch(layout);
+    batch.pack([seqKv(1, 2), seqKv(2, 3)], 10);
+    const first = batch.stepOutputs().presentKv[0].buffer;
+    expect(first.byteLength).toBe(2 * 2 * 10 * 3 * 4);
+    // Steps up to the reserved length write into the same buffers.
+    for (let step = 0; step < 6; step++) batch.advance(batch.stepOutputs().presentKv);
+    batch.stepOutputs();
+    expect(batch.stepOutputs().presentKv[0].buffer).toBe(first);
+    batch.pack([seqKv(1, 1)], 2);
+    expect(batch.stepOutputs().presentKv[0].buffer.byteLength).toBe(1 * 2 * 2 * 3 * 4);
+  });
 });

@@ -32,8 +32,12 @@ export class KvBatch {
     return this.lens.length;
   }
 
-  /** Builds the batch from the members' own caches. */
-  pack(members: SequenceKv[]): void {
+  /**
+   * Builds the batch from the members' own caches. `reserveSlots` (the longest any member may
+   * grow to) sizes the step-output buffers once for the batch's whole life, rather than growing
+   * them (fresh multi-MiB buffers, page faults) as the cache lengthens.
+   */
+  pack(members: SequenceKv[], reserveSlots = 0): void {
     const { layers, kvHeads, headDim } = this.layout;
     const past = Math.max(0, ...members.map((m) => m.len));
     const batch = members.length;
@@ -54,6 +58,32 @@ export class KvBatch {
     this.past = past;
     this.kv = kv;
     this.lens = members.map((m) => m.len);
+    this.reserve(reserveSlots);
+  }
+
+  /**
+   * Takes a left-padded cache as it stands (a batched prefill's `present`: per layer key then
+   * value, [members, kvHeads, past, headDim], member b's real slots the last `lens[b]`).
+   */
+  adopt(kv: Float32Array[], lens: number[]): void {
+    this.past = Math.max(0, ...lens);
+    this.kv = kv;
+    this.lens = [...lens];
+  }
+
+  /**
+   * Sizes both step-output buffer sets for `slots` slots per member: grown when short, and let
+   * go when four times too big (a long sequence has left), so that they do not hold its memory.
+   */
+  private reserve(slots: number): void {
+    const { layers, kvHeads, headDim } = this.layout;
+    const size = this.size * kvHeads * slots * headDim;
+    for (const set of this.arenas) {
+      for (let t = 1; t <= layers * 2; t++) {
+        const held = set[t]?.length ?? -1;
+        if (held < size || held > 4 * size) set[t] = new Float32Array(size);
+      }
+    }
   }
 
   /** A member's own cache, cut out of the batch (its padding dropped). */

@@ -5,6 +5,7 @@
  */
 import type { ChatMessage, ToolCall, ToolSchema } from '../models/chat-template.js';
 import { parseToolCalls } from '../models/chat-template.js';
+import type { SamplingDefaults } from '../models/generation-config.js';
 import { encodeChatPrompt, type ModelDir, renderChatPrompt } from '../models/model-dir.js';
 import { encodeWithin } from './prompt-budget.js';
 
@@ -14,6 +15,11 @@ export class ModelCodec {
   /** Prompt plus generated tokens one sequence may hold. */
   get maxContext(): number {
     return this.model.config.max_position_embeddings;
+  }
+
+  /** generation_config.json's sampling defaults (what a request that omits them gets). */
+  get samplingDefaults(): SamplingDefaults {
+    return this.model.samplingDefaults;
   }
 
   encodeChat(

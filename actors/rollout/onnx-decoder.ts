@@ -5,6 +5,17 @@
  * has it and this process holds a GPU; otherwise the CPU provider.
  */
 import * as ort from 'onnxruntime-node';
+import { MODEL_DATA_FILE } from '../models/onnx-export.js';
+
+/**
+ * A graph whose weights are ONNX external data held in memory: onnxruntime resolves the
+ * graph's `model.onnx_data` references to `data` (and copies what it needs at session
+ * creation, so `data` may be rewritten while the session serves).
+ */
+export interface GraphWithData {
+  graph: Uint8Array;
+  data: Uint8Array;
+}
 
 export interface KvLayout {
   layers: number;
@@ -48,9 +59,12 @@ export class OnnxDecoder {
     readonly provider: ExecutionProvider,
   ) {}
 
-  /** Loads a graph; `provider` 'auto' tries CUDA when this process holds a GPU. */
+  /**
+   * Loads a graph (bytes with inline weights, a file path, or graph bytes with in-memory
+   * external data); `provider` 'auto' tries CUDA when this process holds a GPU.
+   */
   static async load(
-    model: Uint8Array | string,
+    model: Uint8Array | string | GraphWithData,
     layout: KvLayout,
     provider: ExecutionProvider | 'auto' = 'auto',
   ): Promise<OnnxDecoder> {
@@ -63,10 +77,15 @@ export class OnnxDecoder {
           executionProviders: [ep],
           graphOptimizationLevel: 'all',
         };
-        const session =
-          typeof model === 'string'
-            ? await ort.InferenceSession.create(model, options)
-            : await ort.InferenceSession.create(model, options);
+        let session: ort.InferenceSession;
+        if (typeof model === 'string') session = await ort.InferenceSession.create(model, options);
+        else if (model instanceof Uint8Array) session = await ort.InferenceSession.create(model, options);
+        else {
+          session = await ort.InferenceSession.create(model.graph, {
+            ...options,
+            externalData: [{ path: MODEL_DATA_FILE, data: model.data }],
+          });
+        }
         return new OnnxDecoder(session, layout, ep);
       } catch (err) {
         lastError = err;

@@ -587,18 +587,23 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
     choice = 0,
   ): GenerateRequest {
     const b = p.body;
+    const gen = model.samplingDefaults;
     let maxTokens = b.max_completion_tokens ?? b.max_tokens ?? undefined;
     if (maxTokens === undefined && model.maxContext !== undefined) {
       // As vLLM: a request that sets no limit gets what the context has room for (up to the default).
       const room = Math.max(1, model.maxContext - p.promptTokenIds.length);
-      maxTokens = Math.min(options.defaultMaxTokens ?? DEFAULT_MAX_TOKENS, room);
+      maxTokens = Math.min(options.defaultMaxTokens ?? gen?.maxTokens ?? DEFAULT_MAX_TOKENS, room);
     }
-    maxTokens ??= options.defaultMaxTokens;
+    maxTokens ??= options.defaultMaxTokens ?? gen?.maxTokens;
     const req: GenerateRequest = { promptTokenIds: p.promptTokenIds, onToken, signal };
     if (maxTokens !== undefined) req.maxTokens = maxTokens;
-    if (b.temperature !== undefined && b.temperature !== null) req.temperature = b.temperature;
-    if (b.top_p !== undefined && b.top_p !== null) req.topP = b.top_p;
-    if (b.top_k !== undefined && b.top_k !== null) req.topK = Math.max(0, b.top_k);
+    // What the request omits falls back to the model's generation_config.json (then the engine's defaults).
+    const temperature = b.temperature ?? gen?.temperature;
+    const topP = b.top_p ?? gen?.topP;
+    const topK = b.top_k ?? gen?.topK;
+    if (temperature !== undefined) req.temperature = temperature;
+    if (topP !== undefined) req.topP = topP;
+    if (topK !== undefined) req.topK = Math.max(0, topK);
     // Each of n choices draws with its own seed, so that they differ and repeat.
     if (b.seed !== undefined && b.seed !== null) req.seed = b.seed + choice;
     if (b.logit_bias) req.logitBias = Object.entries(b.logit_bias).map(([id, bias]) => [Number(id), bias]);
@@ -645,11 +650,13 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
 
   function sampling(p: Prepared): TurnSampling {
     const b = p.body;
+    const gen = model.samplingDefaults;
     return {
-      temperature: b.temperature ?? null,
-      top_p: b.top_p ?? null,
-      top_k: b.top_k ?? null,
-      max_tokens: b.max_completion_tokens ?? b.max_tokens ?? options.defaultMaxTokens ?? null,
+      temperature: b.temperature ?? gen?.temperature ?? null,
+      top_p: b.top_p ?? gen?.topP ?? null,
+      top_k: b.top_k ?? gen?.topK ?? null,
+      max_tokens:
+        b.max_completion_tokens ?? b.max_tokens ?? options.defaultMaxTokens ?? gen?.maxTokens ?? null,
       seed: b.seed ?? null,
     };
   }

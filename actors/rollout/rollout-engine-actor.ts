@@ -17,7 +17,7 @@ import {
   type GenerateRequest,
   type GenerateResult,
 } from './rollout-engine.js';
-import { RolloutModel, type RolloutModelOptions } from './rollout-model.js';
+import { RolloutModel, type RolloutModelOptions, type WeightUpdateOptions } from './rollout-model.js';
 import type { ScoredTokens } from './top-k.js';
 
 export type RolloutEngineOptions = Omit<RolloutModelOptions, 'registry'>;
@@ -117,13 +117,22 @@ export class RolloutEngine {
     return (await this.loading).engine.computeTopLogprobs(tokenIds, fromIndex, temperature, topK);
   }
 
-  /** New weights by Hugging Face name (a plain object of Float32Arrays arrives over the wire). */
+  /**
+   * New weights by Hugging Face name (a plain object of Float32Arrays arrives over the wire):
+   * all of them or only those that changed, and/or LoRA adapters (`<module>.lora_A|B.weight`,
+   * with `options.loraScale`) that the engine merges into its base weights (delta sync).
+   */
   async updateWeights(
     version: number,
     tensors: Record<string, Float32Array> | Map<string, Float32Array>,
+    options: WeightUpdateOptions = {},
   ): Promise<number> {
     const model = await this.loading;
-    await model.updateWeights(version, tensors instanceof Map ? tensors : new Map(Object.entries(tensors)));
+    await model.updateWeights(
+      version,
+      tensors instanceof Map ? tensors : new Map(Object.entries(tensors)),
+      options,
+    );
     return model.weightVersion;
   }
 
@@ -141,15 +150,15 @@ export class RolloutEngine {
     return this.staged.tensors.size;
   }
 
-  /** Swaps to the staged version (as `updateWeights` does). */
-  async commitWeights(version: number): Promise<number> {
+  /** Swaps to the staged version (as `updateWeights` does, with the same options). */
+  async commitWeights(version: number, options: WeightUpdateOptions = {}): Promise<number> {
     const staged = this.staged;
     if (staged?.version !== version) {
       throw new ConfigError(`commitWeights(${version}): no buckets of version ${version} were staged`);
     }
     this.staged = undefined;
     const model = await this.loading;
-    await model.updateWeights(version, staged.tensors);
+    await model.updateWeights(version, staged.tensors, options);
     return model.weightVersion;
   }
 

@@ -4,10 +4,19 @@
  * repacked only when the batch changes), a bounded queue, exact token ids and logprobs on
  * every output, teacher scoring (`computeLogprobs`; `computeTopLogprobs` adds the top-K at
  * every position) and weight swaps that never fail a request.
+ *
+ * Prompts and scored sequences go through the decoder in chunks of `prefillChunkTokens`, the
+ * cache growing chunk by chunk: attention per step is chunk × (past + chunk), so a long
+ * prompt's memory grows linearly with its length instead of with its square (a 25k-token
+ * prompt needed > 20 GB in one piece). A request whose estimated memory (memory-budget.ts)
+ * exceeds `memoryBudgetBytes` is refused up front with a ContextLengthError (400) naming the
+ * counts; one that fits alone but not beside the running batch waits for it to shrink.
  */
+import { totalmem } from 'node:os';
 import { ClawrayError, ConfigError, registerErrorClass } from '../../common/errors.js';
 import { KvBatch, type SequenceKv } from './kv-batch.js';
-import type { OnnxDecoder, StepInput } from './onnx-decoder.js';
+import { batchBytes, formatBytes, kvBytesPerToken, type MemoryShape, prefillBytes } from './memory-budget.js';
+import type { OnnxDecoder, StepOutput } from './onnx-decoder.js';
 import {
   adjustLogits,
   DEFAULT_SAMPLING,
@@ -17,13 +26,20 @@ import {
   type Sampled,
   type SamplingParams,
   sample,
+  sampleLogprobs,
   seededRandom,
-  topLogprobs,
+  topOfLogprobs,
 } from './sampler.js';
 import { appendTopK, type ScoredTokens } from './top-k.js';
 
 /** Tokens a request generates at most when it does not say. */
 export const DEFAULT_MAX_TOKENS = 256;
+
+/** Tokens per prefill (and scoring) step when the options do not say. */
+export const DEFAULT_PREFILL_CHUNK_TOKENS = 512;
+
+/** The share of the machine's memory the engine's estimates may reach when the options do not say. */
+export const DEFAULT_MEMORY_BUDGET_SHARE = 0.5;
 
 /** The queue is full: the caller should back off and retry (HTTP 429 at the OpenAI edge). */
 export class EngineBusyError extends ClawrayError {
@@ -106,6 +122,19 @@ export interface GenerationEngineOptions {
   /** Loads a decoder for new weights (the engine stays on the old one until it is ready). */
   reload?: (tensors: Map<string, Float32Array>) => Promise<OnnxDecoder>;
   observer?: EngineObserver;
+  /**
+   * Tokens per prefill step: a longer prompt goes through the decoder in pieces of this many,
+   * its cache growing between them (memory linear in the prompt; see the header). Default 512.
+   */
+  prefillChunkTokens?: number;
+  /**
+   * Bytes the engine's estimate of a request (its cache, prefill activations, its share of the
+   * batch: memory-budget.ts) may reach. A request over it alone is refused (ContextLengthError,
+   * HTTP 400); one over it beside the running batch waits. Default half the machine's memory.
+   */
+  memoryBudgetBytes?: number;
+  /** Query heads of the model, for the attention-score estimate. Default 4 × the KV heads. */
+  attentionHeads?: number;
 }
 
 /** Hooks for metrics. */
@@ -118,6 +147,8 @@ export interface EngineObserver {
 
 interface Sequence {
   request: Required<Pick<GenerateRequest, 'maxTokens'>> & GenerateRequest;
+  /** Prompt + maxTokens: the cache this sequence may reach. */
+  finalLength: number;
   params: SamplingParams;
   random: () => number;
   /** logit_bias and penalties, when the request has any. */
@@ -149,6 +180,9 @@ export class GenerationEngine {
   };
   private readonly maxBatch: number;
   private readonly maxQueue: number;
+  private readonly prefillChunk: number;
+  private readonly memoryBudget: number;
+  private readonly attentionHeads: number | undefined;
   private tokens = 0;
   private aborted = 0;
 
@@ -161,6 +195,71 @@ export class GenerationEngine {
     this.maxBatch = options.maxBatchSize ?? 16;
     this.maxQueue = options.maxQueue ?? 1024;
     this.version = options.weightVersion ?? 0;
+    this.prefillChunk = options.prefillChunkTokens ?? DEFAULT_PREFILL_CHUNK_TOKENS;
+    if (!Number.isInteger(this.prefillChunk) || this.prefillChunk < 1) {
+      throw new ConfigError(`prefillChunkTokens must be a whole number ≥ 1, got ${this.prefillChunk}`, {
+        fields: { prefillChunkTokens: this.prefillChunk },
+      });
+    }
+    this.memoryBudget = options.memoryBudgetBytes ?? Math.floor(totalmem() * DEFAULT_MEMORY_BUDGET_SHARE);
+    if (!(this.memoryBudget > 0)) {
+      throw new ConfigError(`memoryBudgetBytes must be > 0, got ${this.memoryBudget}`, {
+        fields: { memoryBudgetBytes: this.memoryBudget },
+      });
+    }
+    this.attentionHeads = options.attentionHeads;
+  }
+
+  /** The model's shape as the memory estimates need it (the decoder changes on a swap). */
+  private get shape(): MemoryShape {
+    const layout = this.decoder.layout;
+    return { ...layout, heads: this.attentionHeads ?? 4 * layout.kvHeads };
+  }
+
+  /** The estimated bytes of one sequence alone: its prefill, then its decoding. */
+  private aloneBytes(promptTokens: number, maxTokens: number): number {
+    const shape = this.shape;
+    return Math.max(
+      prefillBytes(shape, promptTokens, this.prefillChunk),
+      batchBytes(shape, [promptTokens + maxTokens]),
+    );
+  }
+
+  /** A refusal naming the counts, or undefined when the request fits the memory budget alone. */
+  private overBudget(promptTokens: number, maxTokens: number, param: string): ContextLengthError | undefined {
+    const needed = this.aloneBytes(promptTokens, maxTokens);
+    if (needed <= this.memoryBudget) return undefined;
+    // The longest prompt that would fit with this maxTokens (the estimate grows with the prompt).
+    let lo = 0;
+    let hi = promptTokens;
+    while (lo < hi) {
+      const mid = Math.ceil((lo + hi) / 2);
+      if (this.aloneBytes(mid, maxTokens) <= this.memoryBudget) lo = mid;
+      else hi = mid - 1;
+    }
+    const perToken = kvBytesPerToken(this.shape);
+    return new ContextLengthError(
+      `this request (${promptTokens} prompt tokens + ${maxTokens} to generate) needs about ${formatBytes(needed)} of memory (${formatBytes(perToken)} of KV cache per token, prefill in chunks of ${this.prefillChunk}); the rollout engine's memory budget is ${formatBytes(this.memoryBudget)}, in which at most about ${lo} prompt tokens fit: shorten the prompt or lower max_tokens`,
+      {
+        fields: {
+          param,
+          promptTokens,
+          maxTokens,
+          estimatedBytes: needed,
+          memoryBudgetBytes: this.memoryBudget,
+          maxPromptTokens: lo,
+        },
+      },
+    );
+  }
+
+  /** Whether `seq` may join `members` now without the estimate passing the budget. */
+  private fitsBeside(seq: Sequence, members: readonly Sequence[]): boolean {
+    if (members.length === 0) return true;
+    const shape = this.shape;
+    const lengths = [...members.map((m) => m.finalLength), seq.finalLength];
+    const prompt = seq.request.promptTokenIds.length;
+    return batchBytes(shape, lengths) + prefillBytes(shape, prompt, this.prefillChunk) <= this.memoryBudget;
   }
 
   get weightVersion(): number {
@@ -208,6 +307,8 @@ export class GenerationEngine {
         ),
       );
     }
+    const tooBig = this.overBudget(request.promptTokenIds.length, maxTokens, 'messages');
+    if (tooBig) return Promise.reject(tooBig);
     if (request.stop?.length && !this.options.detokenize) {
       return Promise.reject(new ConfigError('stop strings need an engine with a tokenizer'));
     }
@@ -253,6 +354,7 @@ export class GenerationEngine {
       const settled = () => signal?.removeEventListener('abort', onAbort);
       const seq: Sequence = {
         request: { ...request, maxTokens },
+        finalLength: request.promptTokenIds.length + maxTokens,
         params: {
           temperature: request.temperature ?? DEFAULT_SAMPLING.temperature,
           topP: request.topP ?? DEFAULT_SAMPLING.topP,
@@ -324,16 +426,18 @@ export class GenerationEngine {
         fields: { temperature },
       });
     }
+    const tooBig = this.overBudget(tokenIds.length, 0, 'tokenIds');
+    if (tooBig) throw tooBig;
     const { vocab } = this.decoder.layout;
-    const n = tokenIds.length;
-    const out = await this.decoder.step(this.wholeSequence(tokenIds));
     const k = Math.min(topK, vocab);
     const result: ScoredTokens = { logprobs: [], top: { k, ids: [], logprobs: [] } };
-    for (let i = fromIndex; i < n; i++) {
-      const row = logSoftmax(out.logits.subarray((i - 1) * vocab, i * vocab), temperature);
-      result.logprobs.push(row[tokenIds[i]]);
+    // Row p of the logits predicts token p + 1: positions fromIndex − 1 … n − 2.
+    await this.forward(tokenIds, fromIndex - 1, (p, logits) => {
+      if (p + 1 >= tokenIds.length) return;
+      const row = logSoftmax(logits, temperature);
+      result.logprobs.push(row[tokenIds[p + 1]]);
       if (k > 0) appendTopK(row, k, result.top.ids, result.top.logprobs);
-    }
+    });
     return result;
   }
 
@@ -380,6 +484,13 @@ export class GenerationEngine {
       }
       const admitted: Sequence[] = [];
       while (!this.swap && this.members.length + admitted.length < this.maxBatch && this.queue.length > 0) {
+        // First come, first served: a sequence too big to join now holds the ones behind it.
+        if (!this.fitsBeside(this.queue[0], [...this.members, ...admitted])) break;
+        const group = this.shortPromptGroup(this.members.length + admitted.length);
+        if (group.length > 1) {
+          admitted.push(...(await this.prefillTogether(group)));
+          continue;
+        }
         const seq = this.queue.shift()!;
         if (await this.prefill(seq)) admitted.push(seq);
       }
@@ -410,30 +521,131 @@ export class GenerationEngine {
     }
   }
 
-  /** One sequence from its first token, with an empty cache (prefill, scoring). */
-  private wholeSequence(tokenIds: number[]): StepInput {
+  /**
+   * One sequence from its first token through the decoder, `prefillChunk` tokens a step, the
+   * cache growing between steps; `visit` sees the logits row of every position from `from` on
+   * (row p predicts token p + 1) while its chunk's logits are live. Two cache buffers sized for
+   * the whole sequence are used in turn (a step reads its past from one and writes its present
+   * into the other), so no step allocates. Returns the sequence's cache.
+   */
+  private async forward(
+    tokenIds: readonly number[],
+    from: number,
+    visit: (position: number, logits: Float32Array) => void,
+  ): Promise<SequenceKv> {
+    const decoder = this.decoder;
+    const { layers, kvHeads, headDim, vocab } = decoder.layout;
     const n = tokenIds.length;
-    return {
-      batch: 1,
-      seq: n,
+    const chunk = Math.min(this.prefillChunk, n);
+    const tensors = layers * 2;
+    const slot = kvHeads * headDim;
+    const sets = n <= chunk ? 1 : 2;
+    const buffers = Array.from({ length: sets }, () =>
+      Array.from({ length: tensors }, () => new Float32Array(n * slot)),
+    );
+    const logits = new Float32Array(chunk * vocab);
+    let pastKv: Float32Array[] = Array.from({ length: tensors }, () => new Float32Array(0));
+    for (let start = 0, step = 0; start < n; start += chunk, step++) {
+      const end = Math.min(n, start + chunk);
+      const seq = end - start;
+      const into: StepOutput = {
+        logits: logits.subarray(0, seq * vocab),
+        presentKv: buffers[step % sets].map((b) => b.subarray(0, end * slot)),
+      };
+      const out = await decoder.step(
+        {
+          batch: 1,
+          seq,
+          past: start,
+          inputIds: BigInt64Array.from(tokenIds.slice(start, end), BigInt),
+          attentionMask: new BigInt64Array(end).fill(1n),
+          positionIds: BigInt64Array.from({ length: seq }, (_, i) => BigInt(start + i)),
+          pastKv,
+        },
+        into,
+      );
+      for (let p = Math.max(start, from); p < end; p++)
+        visit(p, out.logits.subarray((p - start) * vocab, (p - start + 1) * vocab));
+      pastKv = out.presentKv;
+    }
+    return { len: n, kv: pastKv };
+  }
+
+  /**
+   * Queued sequences from the head on whose prompts can share one prefill step: while each
+   * fits the batch and the memory budget, and the step (left-padded to the longest prompt)
+   * stays within `prefillChunk` tokens, the bound a chunked prefill keeps for its activations.
+   */
+  private shortPromptGroup(batchSize: number): Sequence[] {
+    const group: Sequence[] = [];
+    let longest = 0;
+    for (const seq of this.queue) {
+      const length = seq.request.promptTokenIds.length;
+      const width = Math.max(longest, length);
+      if (batchSize + group.length >= this.maxBatch || width * (group.length + 1) > this.prefillChunk) break;
+      if (group.length > 0 && !this.fitsBeside(seq, [...this.members, ...group])) break;
+      group.push(seq);
+      longest = width;
+    }
+    return group;
+  }
+
+  /**
+   * Prefills `group` (taken off the queue) in one decoder step, left-padded to its longest
+   * prompt (padding masked out, as in a decode step): one step's overhead instead of one per
+   * request when many arrive together. Returns the sequences still generating.
+   */
+  private async prefillTogether(group: Sequence[]): Promise<Sequence[]> {
+    this.queue.splice(0, group.length);
+    const { layers, vocab } = this.decoder.layout;
+    const lens = group.map((s) => s.request.promptTokenIds.length);
+    const width = Math.max(...lens);
+    const batch = group.length;
+    const inputIds = new BigInt64Array(batch * width);
+    const attentionMask = new BigInt64Array(batch * width);
+    const positionIds = new BigInt64Array(batch * width);
+    group.forEach((seq, b) => {
+      const pad = width - lens[b];
+      seq.request.promptTokenIds.forEach((id, j) => {
+        inputIds[b * width + pad + j] = BigInt(id);
+        attentionMask[b * width + pad + j] = 1n;
+        positionIds[b * width + pad + j] = BigInt(j);
+      });
+    });
+    const out = await this.decoder.step({
+      batch,
+      seq: width,
       past: 0,
-      inputIds: BigInt64Array.from(tokenIds, BigInt),
-      attentionMask: new BigInt64Array(n).fill(1n),
-      positionIds: BigInt64Array.from({ length: n }, (_, i) => BigInt(i)),
-      pastKv: Array.from({ length: this.decoder.layout.layers * 2 }, () => new Float32Array(0)),
-    };
+      inputIds,
+      attentionMask,
+      positionIds,
+      pastKv: Array.from({ length: layers * 2 }, () => new Float32Array(0)),
+    });
+    const padded = new KvBatch(this.decoder.layout);
+    padded.adopt(out.presentKv, lens);
+    const going: Sequence[] = [];
+    group.forEach((seq, b) => {
+      seq.version = this.version;
+      seq.own = padded.extract(b);
+      this.options.observer?.onFirstToken?.((performance.now() - seq.startedAt) / 1000);
+      const row = (b * width + width - 1) * vocab;
+      if (!this.accept(seq, out.logits.subarray(row, row + vocab))) going.push(seq);
+    });
+    return going;
   }
 
   /** Runs the prompt through the model and samples the first token; false when already done. */
   private async prefill(seq: Sequence): Promise<boolean> {
     const prompt = seq.request.promptTokenIds;
     const n = prompt.length;
-    const out = await this.decoder.step(this.wholeSequence(prompt));
+    let last: Float32Array | undefined;
+    const own = await this.forward(prompt, n - 1, (_, logits) => {
+      last = logits;
+    });
     seq.version = this.version;
-    seq.own = { len: n, kv: out.presentKv };
-    const vocab = this.decoder.layout.vocab;
+    seq.own = own;
     this.options.observer?.onFirstToken?.((performance.now() - seq.startedAt) / 1000);
-    return !this.accept(seq, out.logits.subarray((n - 1) * vocab, n * vocab));
+    return !this.accept(seq, last!);
   }
 
   private async decodeStep(): Promise<void> {
@@ -472,20 +684,21 @@ export class GenerationEngine {
       seq.reject(new GenerationAbortedError('the request was aborted'));
       return true;
     }
+    // The model's own tempered distribution, computed once: the recorded logprob, the draw
+    // (unless adjusted) and top_logprobs all read it.
+    const logp = logSoftmax(logits, seq.params.temperature);
     let picked: Sampled;
     if (seq.adjust) {
       const chosen = sample(adjustLogits(logits, seq.adjust, seq.tokens), seq.params, seq.random);
       // Recorded under the model's own distribution: the trainer cannot recompute the adjustment.
-      const logp = logSoftmax(logits, seq.params.temperature)[chosen.tokenId];
-      picked = { tokenId: chosen.tokenId, logprob: logp };
+      picked = { tokenId: chosen.tokenId, logprob: logp[chosen.tokenId] };
     } else {
-      picked = sample(logits, seq.params, seq.random);
+      picked = sampleLogprobs(logp, seq.params, seq.random);
     }
     this.tokens++;
     seq.tokens.push(picked.tokenId);
     seq.logprobs.push(picked.logprob);
-    if (seq.request.topLogprobs)
-      seq.top.push(topLogprobs(logits, seq.request.topLogprobs, seq.params.temperature));
+    if (seq.request.topLogprobs) seq.top.push(topOfLogprobs(logp, seq.request.topLogprobs));
     seq.request.onToken?.(picked);
     let finish: GenerateResult['finishReason'] | undefined;
     let text: string | undefined;
@@ -526,7 +739,10 @@ export class GenerationEngine {
     this.members.forEach((seq, i) => {
       if (next.includes(seq)) seq.own = this.batch.extract(i);
     });
-    this.batch.pack(next.map((s) => s.own!));
+    this.batch.pack(
+      next.map((s) => s.own!),
+      Math.max(0, ...next.map((s) => s.finalLength)),
+    );
     for (const seq of next) seq.own = undefined;
     this.members = next;
   }

@@ -1,31 +1,43 @@
 /**
  * A model directory served for rollouts: tokenizer and chat template from the directory, the
- * decoder from `model.onnx` when the directory has one (exported by any tool with optimum's
- * names: checked, then loaded by the same code) or else exported from its safetensors, and a
- * generation engine on top. Standalone it is what `clawray serve` runs; the RolloutEngine
- * actor wraps it.
+ * decoder from `model.onnx` or `onnx/model.onnx` when the directory has one (exported by any
+ * tool with optimum's names: checked, then loaded by the same code) or else built from its
+ * safetensors, and a generation engine on top. Standalone it is what `clawray serve` runs;
+ * the RolloutEngine actor wraps it.
+ *
+ * Weights live in a `DecoderWeights` buffer (the graph's external data), never in the graph
+ * protobuf: a model of any size loads, and a weight update rewrites only the tensors it names
+ * and opens a new session on the same graph bytes — no re-export. A model.onnx exported by
+ * another tool is served as it is and refuses updates with the reason.
  */
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type { Registry } from 'prom-client';
 import { ConfigError } from '../../common/errors.js';
 import { createLogger, type Logger } from '../../common/logger.js';
 import { loadModelDir, type ModelDir } from '../models/model-dir.js';
-import { exportDecoderOnnx } from '../models/onnx-export.js';
+import { findOnnxModel, MODEL_FILE, type WeightDtype } from '../models/onnx-export.js';
 import { checkDecoderIo, readOnnxIo } from '../models/onnx-inputs.js';
+import { decodeModel } from '../models/onnx-proto.js';
 import type { WeightMap } from '../models/weight-names.js';
 import type { ChatModel } from './chat-model.js';
+import { DecoderWeights } from './decoder-weights.js';
 import { ModelCodec } from './model-codec.js';
 import { type ExecutionProvider, type KvLayout, OnnxDecoder } from './onnx-decoder.js';
 import { type GenerateRequest, type GenerateResult, GenerationEngine } from './rollout-engine.js';
 import { rolloutMetrics } from './rollout-metrics.js';
 
 export interface RolloutModelOptions {
-  /** A model directory (config.json, tokenizer.json, weights and/or model.onnx). */
+  /** A model directory (config.json, tokenizer.json, weights and/or model.onnx or onnx/model.onnx). */
   modelDir: string;
   /** The id clients name in requests. Default: the directory's name. */
   id?: string;
   provider?: ExecutionProvider | 'auto';
+  /**
+   * How the engine stores weights it exports from safetensors: float32 (default) or
+   * float16/bfloat16 (half the memory for the engine's copy; onnxruntime computes in float32).
+   */
+  weightDtype?: WeightDtype;
   /** Sequences decoding together. Default 16. */
   maxBatchSize?: number;
   /** Requests waiting before new ones are refused. Default 1024. */
@@ -36,14 +48,69 @@ export interface RolloutModelOptions {
   logger?: Logger;
 }
 
-export const ONNX_FILE = 'model.onnx';
+export const ONNX_FILE = MODEL_FILE;
+
+/** Options of one weight update beyond its tensors. */
+export interface WeightUpdateOptions {
+  /** alpha / rank of LoRA adapters (`<module>.lora_A|B.weight`) in the update. */
+  loraScale?: number;
+}
+
+/** Where the served graph came from, and why it cannot take updates when it cannot. */
+interface GraphSource {
+  description: string;
+  weights: DecoderWeights | null;
+  /** Path of a foreign model.onnx served as it is. */
+  file?: string;
+  refusal?: string;
+}
+
+function graphSource(dir: string, model: ModelDir, dtype: WeightDtype | undefined): GraphSource {
+  const onnxFile = findOnnxModel(dir);
+  if (!onnxFile) {
+    return {
+      description: 'safetensors export',
+      weights: DecoderWeights.fromModelDir(dir, model.config, { dtype }),
+    };
+  }
+  const layout = {
+    layers: model.dims.layers,
+    kvHeads: model.dims.kvHeads,
+    headDim: model.dims.headDim,
+    vocab: model.dims.vocab,
+  };
+  const info = checkDecoderIo(readOnnxIo(onnxFile), layout);
+  if (info.kvElemType !== 'float32') {
+    throw new ConfigError(
+      `${onnxFile}: the key/value cache is ${info.kvElemType}; this engine runs float32 decoders`,
+      { fields: { file: onnxFile } },
+    );
+  }
+  const weights = DecoderWeights.fromOnnx(
+    decodeModel(readFileSync(onnxFile)),
+    model.config,
+    dirname(onnxFile),
+  );
+  if (weights) return { description: `${onnxFile} (clawray export)`, weights };
+  return {
+    description: onnxFile,
+    weights: null,
+    file: onnxFile,
+    refusal:
+      `${onnxFile} was not exported by clawray: its initializers do not map onto Hugging Face weight names, ` +
+      `so weight updates cannot reach them; export the model with \`clawray model export-onnx ${dir}\` ` +
+      `(or remove ${onnxFile} to serve the safetensors)`,
+  };
+}
 
 export class RolloutModel extends ModelCodec implements ChatModel {
   readonly id: string;
+  /** LoRA scales of updates in flight, keyed by the tensors handed to the engine. */
+  private readonly loraScales = new WeakMap<Map<string, Float32Array>, number>();
 
   private constructor(
     model: ModelDir,
-    private weights: WeightMap,
+    private readonly weights: DecoderWeights | null,
     readonly engine: GenerationEngine,
     id: string,
   ) {
@@ -53,30 +120,32 @@ export class RolloutModel extends ModelCodec implements ChatModel {
 
   static async load(options: RolloutModelOptions): Promise<RolloutModel> {
     const dir = options.modelDir;
-    const onnxFile = join(dir, ONNX_FILE);
-    const hasOnnx = existsSync(onnxFile);
-    const model = loadModelDir(dir, { weights: !hasOnnx || hasWeights(dir) });
+    const started = performance.now();
+    // Weights are streamed into the engine's buffer below, never loaded whole as float32.
+    const model = loadModelDir(dir, { weights: false });
     const layout: KvLayout = {
       layers: model.dims.layers,
       kvHeads: model.dims.kvHeads,
       headDim: model.dims.headDim,
       vocab: model.dims.vocab,
     };
-    let graph: Uint8Array | string;
-    if (hasOnnx) {
-      const info = checkDecoderIo(readOnnxIo(onnxFile), layout);
-      if (info.kvElemType !== 'float32') {
-        throw new ConfigError(
-          `${onnxFile}: the key/value cache is ${info.kvElemType}; this engine runs float32 decoders`,
-        );
-      }
-      graph = onnxFile;
-    } else {
-      graph = exportDecoderOnnx(model.config, model.weights);
-    }
+    const source = graphSource(dir, model, options.weightDtype);
+    const weights = source.weights;
+    const graph = weights ? { graph: weights.graph, data: weights.data } : source.file!;
     const decoder = await OnnxDecoder.load(graph, layout, options.provider ?? 'auto');
-    (options.logger ?? createLogger({ component: 'rollout' })).info(
-      { modelDir: dir, provider: decoder.provider, source: hasOnnx ? ONNX_FILE : 'safetensors export' },
+    const logger = options.logger ?? createLogger({ component: 'rollout' });
+    for (const { field, reason } of model.samplingDefaults.ignored) {
+      logger.warn({ modelDir: dir, field }, `generation_config.json: ${field} ${reason}`);
+    }
+    logger.info(
+      {
+        modelDir: dir,
+        provider: decoder.provider,
+        source: source.description,
+        weightDtype: weights?.layout.dtype,
+        weightBytes: weights?.bytes,
+        loadSeconds: (performance.now() - started) / 1000,
+      },
       'rollout model loaded',
     );
     let engine: GenerationEngine | undefined;
@@ -85,25 +154,24 @@ export class RolloutModel extends ModelCodec implements ChatModel {
     engine = new GenerationEngine(decoder, {
       eosTokenIds: model.eosTokenIds,
       maxContext: model.config.max_position_embeddings,
+      attentionHeads: model.dims.heads,
       maxBatchSize: options.maxBatchSize,
       maxQueue: options.maxQueue,
       swapMode: options.swapMode,
       detokenize: (ids) => tokenizer.decode(ids, { skipSpecialTokens: true }),
       observer,
+      // The serving session copied its weights when it was created, so the buffer is
+      // rewritten at once; the new session starts serving when the engine swaps.
       reload: async (tensors) => {
-        const merged = rollout.mergeWeights(tensors);
-        const next = await OnnxDecoder.load(
-          exportDecoderOnnx(model.config, merged),
-          layout,
-          decoder.provider,
-        );
-        rollout.weights = merged;
-        return next;
+        if (!weights)
+          throw new ConfigError(`updateWeights: ${source.refusal}`, { fields: { file: source.file } });
+        weights.apply(tensors, rollout.loraScales.get(tensors));
+        return OnnxDecoder.load({ graph: weights.graph, data: weights.data }, layout, decoder.provider);
       },
     });
     const rollout = new RolloutModel(
       model,
-      model.weights,
+      weights,
       engine,
       options.id ?? (dir.split('/').filter(Boolean).pop() || 'model'),
     );
@@ -122,6 +190,18 @@ export class RolloutModel extends ModelCodec implements ChatModel {
     return this.model;
   }
 
+  /** The engine's weight buffer (null for a foreign model.onnx served as it is). */
+  get weightStore(): DecoderWeights | null {
+    return this.weights;
+  }
+
+  /** The served weights as float32 by Hugging Face name (a copy, for checks and benches). */
+  readWeights(): WeightMap {
+    if (!this.weights)
+      throw new ConfigError(`${this.model.dir}: the served model.onnx holds weights clawray cannot name`);
+    return this.weights.readAll();
+  }
+
   generate(request: GenerateRequest): Promise<GenerateResult> {
     return this.engine.generate(request);
   }
@@ -130,34 +210,17 @@ export class RolloutModel extends ModelCodec implements ChatModel {
     return this.engine.computeLogprobs(tokenIds, fromIndex, temperature);
   }
 
-  /** New weights by Hugging Face name (all of them, or the ones that changed). */
-  updateWeights(version: number, tensors: WeightMap): Promise<void> {
+  /**
+   * New weights by Hugging Face name (all of them, or the ones that changed), and/or LoRA
+   * adapters by PEFT name (`<module>.lora_A|B.weight`) with `loraScale`, merged here into the
+   * base weights.
+   */
+  updateWeights(version: number, tensors: WeightMap, options: WeightUpdateOptions = {}): Promise<void> {
+    if (options.loraScale !== undefined) this.loraScales.set(tensors, options.loraScale);
     return this.engine.updateWeights(version, tensors);
   }
 
   close(): Promise<void> {
     return this.engine.close();
   }
-
-  private mergeWeights(update: WeightMap): WeightMap {
-    if (this.weights.size === 0) {
-      throw new ConfigError(
-        `${this.model.dir} was served from ${ONNX_FILE} without safetensors weights; updateWeights needs the weights`,
-      );
-    }
-    const merged: WeightMap = new Map(this.weights);
-    for (const [name, data] of update) {
-      const current = this.weights.get(name);
-      if (!current) throw new ConfigError(`updateWeights: unknown tensor ${name}`);
-      if (current.length !== data.length) {
-        throw new ConfigError(`updateWeights: ${name} has ${data.length} values, expected ${current.length}`);
-      }
-      merged.set(name, data);
-    }
-    return merged;
-  }
-}
-
-function hasWeights(dir: string): boolean {
-  return existsSync(join(dir, 'model.safetensors')) || existsSync(join(dir, 'model.safetensors.index.json'));
 }

@@ -10,9 +10,16 @@
  * greedy output at "its" temperature gives back the recorded numbers. Greedy outputs are for
  * evaluation; the trainer refuses a sample whose temperature is 0 (PPO's ratio needs the
  * behaviour policy's probability of the token, which greedy decoding does not have).
+ *
+ * Truncation never sorts the vocabulary (a 152k-entry sort per token cost ~50 ms): see
+ * `truncatedDraw`. It draws exactly what a stable descending sort of the whole row would give,
+ * the same token for the same random number, ties and sums included (sampler.test.ts checks
+ * it against that sort).
  */
+import { atLeast, everything, largest } from './top-k.js';
 
 export { seededRandom } from '../../common/random.js';
+export { adjustLogits, hasAdjustments, type LogitAdjustments } from './logit-adjustments.js';
 
 export interface SamplingParams {
   /** 0 is greedy. Default 1. */
@@ -24,6 +31,14 @@ export interface SamplingParams {
 }
 
 export const DEFAULT_SAMPLING: SamplingParams = { temperature: 1, topP: 1, topK: 0 };
+
+/** A top-k up to this many is gathered by count (one heap pass); a larger one, or none, by mass. */
+const GATHER_BY_COUNT_MAX = 2048;
+/** The histogram that finds a top-p cutoff: buckets of 1/16 nat of −logprob, down to e^−64. */
+const BUCKETS_PER_NAT = 16;
+const HISTOGRAM_NATS = 64;
+/** How far a row's summed probabilities may be trusted to be 1 (they are within ~1e-11). */
+const MASS_SLACK = 1e-9;
 
 /** The temperature a logprob is taken at: T itself, and 1 for greedy (T = 0; see the header). */
 export function scoringTemperature(temperature: number): number {
@@ -52,14 +67,21 @@ export interface Sampled {
 }
 
 export function sample(logits: ArrayLike<number>, params: SamplingParams, random: () => number): Sampled {
-  const logp = logSoftmax(logits, params.temperature);
+  return sampleLogprobs(logSoftmax(logits, params.temperature), params, random);
+}
+
+/**
+ * `sample` from a row already passed through `logSoftmax(logits, params.temperature)`, so that
+ * a caller who also wants the row (top_logprobs, the recorded logprob) computes it once.
+ */
+export function sampleLogprobs(logp: Float64Array, params: SamplingParams, random: () => number): Sampled {
   if (params.temperature <= 0) {
     let best = 0;
     for (let i = 1; i < logp.length; i++) if (logp[i] > logp[best]) best = i;
     return { tokenId: best, logprob: logp[best] };
   }
   if (params.topK <= 0 && params.topP >= 1) {
-    // No truncation: draw straight from the distribution, no sort needed.
+    // No truncation: draw straight from the distribution, no ordering needed.
     let r = random();
     for (let i = 0; i < logp.length; i++) {
       r -= Math.exp(logp[i]);
@@ -67,66 +89,110 @@ export function sample(logits: ArrayLike<number>, params: SamplingParams, random
     }
     return { tokenId: logp.length - 1, logprob: logp[logp.length - 1] };
   }
-  // Candidates sorted by probability; truncation only narrows where we draw from.
-  let order = Array.from(logp.keys()).sort((a, b) => logp[b] - logp[a]);
-  if (params.topK > 0 && params.topK < order.length) order = order.slice(0, params.topK);
-  if (params.topP < 1) {
-    let mass = 0;
-    let keep = 0;
-    while (keep < order.length && (keep === 0 || mass < params.topP)) mass += Math.exp(logp[order[keep++]]);
-    order = order.slice(0, keep);
+  return truncatedDraw(logp, params, random);
+}
+
+/**
+ * A draw from the top-k / top-p truncation of `logp`, as if the row were stably sorted by
+ * descending logprob (equal values: lower index first), cut to the first k, then to the shortest
+ * prefix whose mass reaches p (at least one token), and walked in that order subtracting each
+ * probability from random() × the kept mass.
+ *
+ * Only a prefix of that order is ever built: the entries at or above a cutoff are gathered in
+ * one pass and only their values sorted. The cutoff is the k-th largest value (a bounded heap)
+ * for a small top-k, which holds the whole truncation; otherwise one that surely leaves mass
+ * ≥ p above it (`nucleusCutoff`), so a peaked row orders a few hundred values, not 152k. The
+ * mass and the walk depend on the sorted VALUES alone (equal values have equal probabilities),
+ * so they add the same numbers in the same order as the full sort; which token a position
+ * stands for is then fixed by its rank among equal values, in index order.
+ */
+function truncatedDraw(logp: Float64Array, params: SamplingParams, random: () => number): Sampled {
+  const vocab = logp.length;
+  const cap = params.topK > 0 ? Math.min(params.topK, vocab) : vocab;
+  const byMass = params.topP < 1 && cap > GATHER_BY_COUNT_MAX;
+  let gathered = byMass
+    ? atLeast(logp, nucleusCutoff(logp, params.topP))
+    : cap >= vocab
+      ? everything(logp)
+      : largest(logp, cap);
+  for (;;) {
+    const { ids, values } = gathered;
+    const sorted = values.slice().sort().reverse();
+    const limit = Math.min(cap, sorted.length);
+    let keep = limit;
+    if (params.topP < 1) {
+      let mass = 0;
+      keep = 0;
+      while (keep < limit && (keep === 0 || mass < params.topP)) mass += Math.exp(sorted[keep++]);
+      // The cutoff's mass, summed in another order, fell an ulp short of p: take the top-k whole.
+      if (keep === limit && limit < cap && mass < params.topP) {
+        gathered = cap >= vocab ? everything(logp) : largest(logp, cap);
+        continue;
+      }
+    }
+    let total = 0;
+    for (let j = 0; j < keep; j++) total += Math.exp(sorted[j]);
+    let r = random() * total;
+    let at = keep - 1;
+    for (let j = 0; j < keep; j++) {
+      r -= Math.exp(sorted[j]);
+      if (r <= 0) {
+        at = j;
+        break;
+      }
+    }
+    const value = sorted[at];
+    let rank = 0;
+    while (at - rank > 0 && sorted[at - rank - 1] === value) rank++;
+    for (let c = 0; c < ids.length; c++) {
+      if (values[c] === value && rank-- === 0) return { tokenId: ids[c], logprob: logp[ids[c]] };
+    }
+    throw new Error(`sampler: value ${value} vanished from the candidates`);
   }
-  let total = 0;
-  for (const i of order) total += Math.exp(logp[i]);
-  let r = random() * total;
-  for (const i of order) {
-    r -= Math.exp(logp[i]);
-    if (r <= 0) return { tokenId: i, logprob: logp[i] };
+}
+
+/**
+ * A logprob τ such that the entries of `logp` at or above τ hold a mass of at least `topP`, in
+ * one pass and no exp per entry: entries are counted in buckets of 1/16 nat of −logprob, and a
+ * bucket's mass is bounded by its count × the probability at its edges. τ is the first edge
+ * where the mass above is surely ≥ p: by the lower bounds summed from the top, or by 1 − the
+ * upper bounds of everything below (tight when the tail is small, as it is for p near 1). The
+ * entries above τ are the nucleus and a bucket or two more. −∞ (everything) when neither bound
+ * gets there.
+ */
+export function nucleusCutoff(logp: Float64Array, topP: number): number {
+  const buckets = BUCKETS_PER_NAT * HISTOGRAM_NATS;
+  const counts = new Int32Array(buckets + 1);
+  for (let i = 0; i < logp.length; i++) {
+    const b = Math.floor(-logp[i] * BUCKETS_PER_NAT);
+    counts[b < buckets ? (b > 0 ? b : 0) : buckets]++;
   }
-  const last = order[order.length - 1];
-  return { tokenId: last, logprob: logp[last] };
+  // below[b]: an upper bound of the mass in buckets b… (the last one: everything under e^−64).
+  const below = new Float64Array(buckets + 1);
+  below[buckets] = counts[buckets] * Math.exp(-HISTOGRAM_NATS);
+  for (let b = buckets - 1; b >= 0; b--) below[b] = below[b + 1] + counts[b] * Math.exp(-b / BUCKETS_PER_NAT);
+  let above = 0;
+  for (let b = 0; b < buckets; b++) {
+    const edge = -(b + 1) / BUCKETS_PER_NAT;
+    above += counts[b] * Math.exp(edge);
+    // The row's probabilities sum to 1 within rounding (≪ MASS_SLACK).
+    if (above >= topP || 1 - below[b + 1] >= topP + MASS_SLACK) return edge;
+  }
+  return Number.NEGATIVE_INFINITY;
 }
 
 /** The k most likely tokens with their logprobs (for OpenAI's `top_logprobs`). */
 export function topLogprobs(logits: ArrayLike<number>, k: number, temperature = 1): Sampled[] {
   if (k <= 0) return [];
-  const logp = logSoftmax(logits, temperature);
-  return Array.from(logp.keys())
-    .sort((a, b) => logp[b] - logp[a])
-    .slice(0, k)
-    .map((tokenId) => ({ tokenId, logprob: logp[tokenId] }));
+  return topOfLogprobs(logSoftmax(logits, temperature), k);
 }
 
-/**
- * OpenAI's logit adjustments: `logitBias` (token id → bias added to its logit, −100…100) and
- * presence / frequency penalties over the tokens generated so far (subtract `presence` once a
- * token has appeared, and `frequency` × its count), applied to the logits before temperature as
- * OpenAI and vLLM do.
- */
-export interface LogitAdjustments {
-  logitBias?: ReadonlyMap<number, number>;
-  presencePenalty?: number;
-  frequencyPenalty?: number;
-}
-
-export function hasAdjustments(a: LogitAdjustments): boolean {
-  return (a.logitBias?.size ?? 0) > 0 || !!a.presencePenalty || !!a.frequencyPenalty;
-}
-
-/** A copy of `logits` with the adjustments applied for a sequence that has generated `output`. */
-export function adjustLogits(
-  logits: ArrayLike<number>,
-  a: LogitAdjustments,
-  output: readonly number[],
-): Float32Array {
-  const out = Float32Array.from(logits);
-  for (const [id, bias] of a.logitBias ?? []) if (id >= 0 && id < out.length) out[id] += bias;
-  if (a.presencePenalty || a.frequencyPenalty) {
-    const counts = new Map<number, number>();
-    for (const id of output) counts.set(id, (counts.get(id) ?? 0) + 1);
-    for (const [id, n] of counts) {
-      out[id] -= (a.presencePenalty ?? 0) + (a.frequencyPenalty ?? 0) * n;
-    }
-  }
-  return out;
+/** `topLogprobs` of a row already through `logSoftmax`: most likely first, ties in index order. */
+export function topOfLogprobs(logp: Float64Array, k: number): Sampled[] {
+  if (k <= 0) return [];
+  const n = Math.min(k, logp.length);
+  const { ids, values } = n >= logp.length ? everything(logp) : largest(logp, n);
+  // A stable sort of the few candidates (index order kept among equal values).
+  const order = Array.from(ids.keys()).sort((a, b) => values[b] - values[a]);
+  return order.slice(0, n).map((c) => ({ tokenId: ids[c], logprob: values[c] }));
 }

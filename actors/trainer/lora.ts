@@ -5,6 +5,7 @@
  * are named like PEFT's: `<module>.lora_A.weight` / `<module>.lora_B.weight`.
  */
 import { ConfigError } from '../../common/errors.js';
+import { mergeLora } from '../models/lora-merge.js';
 import { Prng } from '../models/model-init.js';
 import { loraNames } from '../models/tfjs-decoder.js';
 import type { WeightMap } from '../models/weight-names.js';
@@ -115,39 +116,7 @@ export function loraParams(adapters: ReadonlyMap<string, LoraAdapter>): Map<stri
   return params;
 }
 
-/**
- * W + scale·B·A for W [out, in], A [rank, in], B [out, rank] (scale = alpha/rank); a new array.
- * Without `dims`, out/in/rank follow from the three lengths (rank² = |A|·|B| / |W|).
- */
-export function mergeLora(
-  base: Float32Array,
-  A: Float32Array,
-  B: Float32Array,
-  scale: number,
-  dims?: { out: number; in: number; rank: number },
-): Float32Array {
-  let d = dims;
-  if (!d) {
-    const rank = Math.round(Math.sqrt((A.length * B.length) / base.length));
-    d = { rank, in: rank > 0 ? A.length / rank : 0, out: rank > 0 ? B.length / rank : 0 };
-  }
-  const { out: o, in: n, rank: r } = d;
-  if (r < 1 || base.length !== o * n || A.length !== r * n || B.length !== o * r || !Number.isInteger(n)) {
-    throw new ConfigError(
-      `mergeLora: W (${base.length}), A (${A.length}) and B (${B.length}) do not fit W [out, in], A [rank, in], B [out, rank]` +
-        (dims ? ` with out=${o}, in=${n}, rank=${r}` : ''),
-    );
-  }
-  const merged = new Float32Array(base.length);
-  for (let row = 0; row < o; row++) {
-    for (let col = 0; col < n; col++) {
-      let s = 0;
-      for (let k = 0; k < r; k++) s += B[row * r + k] * A[k * n + col];
-      merged[row * n + col] = base[row * n + col] + scale * s;
-    }
-  }
-  return merged;
-}
+export { mergeLora };
 
 /** The weights to publish: `weights` with every adapted target merged (new map; others shared). */
 export function mergeAllLora(

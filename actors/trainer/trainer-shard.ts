@@ -199,6 +199,24 @@ export class TrainerShard extends CollectiveMember {
     return Object.fromEntries((await this.loading).trainer.decoder.readMergedWeights());
   }
 
+  /**
+   * What rollout engines need for the current step: with LoRA only the adapters by PEFT name
+   * and their scale (delta sync; the engine merges them into its base), else every weight.
+   */
+  async readPublishable(): Promise<
+    | { lora: { scale: number; adapters: Record<string, Float32Array> } }
+    | { weights: Record<string, Float32Array> }
+  > {
+    const { trainer } = await this.loading;
+    if (!this.options.lora) return { weights: Object.fromEntries(trainer.decoder.readMergedWeights()) };
+    return {
+      lora: {
+        scale: loraScale(this.options.lora),
+        adapters: Object.fromEntries(trainer.decoder.readTrainable()),
+      },
+    };
+  }
+
   /** SHA-256 of every weight's bytes in name order: equal on every rank of a group. */
   async weightsDigest(): Promise<string> {
     const weights: WeightMap = (await this.loading).trainer.decoder.readTrainable();

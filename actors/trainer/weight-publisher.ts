@@ -2,6 +2,12 @@
  * Publishes new weights to rollout engines: tensors go in buckets of bounded size (like
  * slime's 512 MiB buckets, so no single message or buffer holds a whole large model), to all
  * engines at once, then each engine swaps to the version in one step.
+ *
+ * A trainer that trains LoRA publishes only its adapters (`<module>.lora_A|B.weight` and the
+ * scale alpha/rank) — delta sync, as TRL and slime do — and each engine merges
+ * W = base + scale·B·A into its own weights: megabytes on the wire instead of the model.
+ * Adapters are cumulative (trained from the frozen base), so the engine keeps the base of
+ * each adapted tensor and a lost or repeated publish never compounds.
  */
 import { Histogram, type Registry } from 'prom-client';
 import type { WeightMap } from '../models/weight-names.js';
@@ -12,9 +18,23 @@ export const DEFAULT_BUCKET_BYTES = 512 * 1024 * 1024;
 
 export interface PublishResult {
   version: number;
+  /** 'lora': adapters only (delta sync); 'full': weights by Hugging Face name. */
+  kind: 'full' | 'lora';
   bytes: number;
   buckets: number;
   seconds: number;
+}
+
+/** LoRA adapters by PEFT name (`<module>.lora_A.weight` [rank, in], `.lora_B.weight` [out, rank]) and their scale. */
+export interface LoraPublish {
+  lora: { scale: number; adapters: WeightMap };
+}
+
+/** What a trainer publishes: full (or changed) weights, or LoRA adapters. */
+export type PublishedWeights = WeightMap | LoraPublish;
+
+export function isLoraPublish(w: PublishedWeights): w is LoraPublish {
+  return !(w instanceof Map);
 }
 
 /** Groups tensors (in name order) into buckets of at most `bucketBytes` (a larger tensor goes alone). */
@@ -56,24 +76,30 @@ export class WeightPublisher {
     }
   }
 
-  /** Sends `version` to `engines` (default: all of this publisher's) and swaps them to it. */
+  /**
+   * Sends `version` to `engines` (default: all of this publisher's) and swaps them to it:
+   * full weights, or LoRA adapters with their scale (see `LoraPublish`).
+   */
   async publish(
     version: number,
-    weights: WeightMap,
+    weights: PublishedWeights,
     engines: readonly ActorHandle<RolloutEngine>[] = this.engines,
   ): Promise<PublishResult> {
     const started = performance.now();
-    const buckets = bucketize(weights, this.options.bucketBytes);
+    const lora = isLoraPublish(weights) ? weights.lora : undefined;
+    const tensors = lora ? lora.adapters : (weights as WeightMap);
+    const options = lora ? { loraScale: lora.scale } : {};
+    const buckets = bucketize(tensors, this.options.bucketBytes);
     await Promise.all(
       engines.map(async (engine) => {
         for (const bucket of buckets) await engine.call('stageWeights', version, bucket);
-        await engine.call('commitWeights', version);
+        await engine.call('commitWeights', version, options);
       }),
     );
     const seconds = (performance.now() - started) / 1000;
     this.duration?.observe(seconds);
     let bytes = 0;
-    for (const data of weights.values()) bytes += data.byteLength;
-    return { version, bytes, buckets: buckets.length, seconds };
+    for (const data of tensors.values()) bytes += data.byteLength;
+    return { version, kind: lora ? 'lora' : 'full', bytes, buckets: buckets.length, seconds };
   }
 }

@@ -6,6 +6,8 @@
  * to the pool. Callers retry their work on another engine, so one engine's death costs the
  * episodes it was playing a restart, never the job.
  */
+
+import type { PublishedWeights } from '../../actors/trainer/weight-publisher.js';
 import { sleep } from '../../common/backoff.js';
 
 /** What the pool needs of an engine actor (a subset of RolloutEngine's methods). */
@@ -16,11 +18,7 @@ export interface PoolEngine {
 }
 
 /** Publishes one weight version to a set of engines (WeightPublisher in the job). */
-export type PublishFn<E> = (
-  engines: E[],
-  version: number,
-  weights: Map<string, Float32Array>,
-) => Promise<void>;
+export type PublishFn<E> = (engines: E[], version: number, weights: PublishedWeights) => Promise<void>;
 
 export interface EnginePoolOptions<E> {
   publish: PublishFn<E>;
@@ -37,7 +35,7 @@ export class EnginePool<E extends object> {
   private next = 0;
   private waiters: Array<() => void> = [];
   private version = 0;
-  private weights?: Map<string, Float32Array>;
+  private weights?: PublishedWeights;
   private closed = false;
   private readonly stop = new AbortController();
   /** Engines that left the pool and came back (for the job's log and tests). */
@@ -122,7 +120,7 @@ export class EnginePool<E extends object> {
   }
 
   /** Publishes to every healthy engine; engines that are healing get the weights when back. */
-  async publish(version: number, weights: Map<string, Float32Array>): Promise<void> {
+  async publish(version: number, weights: PublishedWeights): Promise<void> {
     this.weights = weights;
     this.version = version;
     const members = this.engines.map((e, i) => ({ e, i })).filter(({ i }) => this.healthy[i]);

@@ -8,6 +8,7 @@
 import type { ActorHandle } from '../../actors/runtime/actor-handle.js';
 import type { StepMetrics, TrainSample } from '../../actors/trainer/policy-trainer.js';
 import type { TrainerShard } from '../../actors/trainer/trainer-shard.js';
+import type { PublishedWeights } from '../../actors/trainer/weight-publisher.js';
 import { sleep } from '../../common/backoff.js';
 import { ClawrayError } from '../../common/errors.js';
 import { shardSamples } from './batches.js';
@@ -180,8 +181,12 @@ export class TrainerGroup {
     return target;
   }
 
-  async readWeights(): Promise<Map<string, Float32Array>> {
-    return new Map(Object.entries(await this.shards[0].call('readWeights')));
+  /** What to publish to rollout engines: every weight, or only the LoRA adapters and their scale. */
+  async readWeights(): Promise<PublishedWeights> {
+    const out = await this.shards[0].call('readPublishable');
+    if ('lora' in out)
+      return { lora: { scale: out.lora.scale, adapters: new Map(Object.entries(out.lora.adapters)) } };
+    return new Map(Object.entries(out.weights));
   }
 
   /** Saves a checkpoint of rank 0 (every rank holds the same weights); returns its path. */
