@@ -41,7 +41,8 @@ describe.skipIf(unavailable !== undefined)('a cluster across network namespaces'
     return r.stdout;
   }
 
-  const status = (): ClusterStatusView => JSON.parse(onClient(['status', '--json']));
+  // --all: the dead actor of the cut node is listed too.
+  const status = (): ClusterStatusView => JSON.parse(onClient(['status', '--json', '--all']));
 
   beforeAll(async () => {
     lab = new NetnsLab(['redis', 'head', 'w1', 'w2', 'client']);
