@@ -8,16 +8,24 @@
  * - `qwen3-0.6b`: a Qwen3-0.6B-shaped checkpoint (random bf16 weights, written at bench time):
  *   load seconds, decode tokens/s at batch 1 and 16, and the memory-bandwidth ceiling (bytes of
  *   weights read per token ÷ memcpy bandwidth measured in the same run). Minutes and ~8 GB.
- * `CLAWRAY_BENCH_ROLLOUT=small,sampling` picks sets (default all three).
+ * `CLAWRAY_BENCH_ROLLOUT=small,sampling` picks sets (default all three; `small-standard` is the
+ * `small` set on the standard graph). `CLAWRAY_BENCH_ATTENTION=gqa|standard` picks the `small`
+ * set's graph (default the engine's), `CLAWRAY_BENCH_THREADS` / `CLAWRAY_BENCH_SPIN=0` onnxruntime's
+ * intra-op threads and spinning.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { dims, modelConfigSchema, PRESETS } from '../actors/models/model-config.js';
 import { initRandomModel } from '../actors/models/model-init.js';
-import { exportDecoderOnnx } from '../actors/models/onnx-export.js';
+import {
+  type DecoderAttention,
+  exportDecoderExternal,
+  exportDecoderOnnx,
+} from '../actors/models/onnx-export.js';
 import { SAFETENSORS_FILE, writeSafetensors } from '../actors/models/safetensors.js';
 import { weightSpecs } from '../actors/models/weight-names.js';
+import { KvSlots } from '../actors/rollout/kv-batch.js';
 import { OnnxDecoder } from '../actors/rollout/onnx-decoder.js';
 import { RolloutModel } from '../actors/rollout/rollout-model.js';
 import {
@@ -46,12 +54,19 @@ async function tokensPerSecond(model: RolloutModel, concurrency: number, maxToke
   return tokens / ((performance.now() - started) / 1000);
 }
 
-/** A decoder of the model's own weights, for measuring the graph without the engine. */
+/**
+ * A decoder of the model's own weights and the engine's graph kind, for measuring the graph
+ * without the engine.
+ */
 async function withDecoder<T>(model: RolloutModel, fn: (decoder: OnnxDecoder) => Promise<T>): Promise<T> {
   const { config, dims } = model.modelDir;
   const weights = model.readWeights();
   const layout = { layers: dims.layers, kvHeads: dims.kvHeads, headDim: dims.headDim, vocab: dims.vocab };
-  const decoder = await OnnxDecoder.load(exportDecoderOnnx(config, weights), layout, 'cpu');
+  const graph =
+    model.engine.decoderKind === 'gqa'
+      ? exportDecoderExternal(config, weights, { attention: 'gqa' })
+      : exportDecoderOnnx(config, weights);
+  const decoder = await OnnxDecoder.load(graph, layout, 'cpu');
   try {
     return await fn(decoder);
   } finally {
@@ -78,6 +93,32 @@ async function kvVersusRecompute(
   const layers = model.modelDir.dims.layers;
   return withDecoder(model, async (decoder) => {
     const tokens = prompt(7, length + 1);
+    if (decoder.kind === 'gqa') {
+      const { vocab } = decoder.layout;
+      const run = (slots: KvSlots, ids: number[], seqlen: number) =>
+        decoder.stepInPlace({
+          batch: 1,
+          seq: ids.length,
+          inputIds: BigInt64Array.from(ids, BigInt),
+          seqlensK: Int32Array.of(seqlen - 1),
+          kv: slots.rows(0, 1),
+          capacity: slots.capacity,
+          logitsToKeep: ids.length === 1 ? 1 : 0,
+          logits: new Float32Array(ids.length * vocab),
+        });
+      const cache = new KvSlots(decoder.layout, 1);
+      cache.reserve(1, length + 1);
+      cache.add();
+      await run(cache, tokens.slice(0, length), length);
+      const fresh = new KvSlots(decoder.layout, 1);
+      fresh.reserve(1, length + 1);
+      fresh.add();
+      return {
+        // Rewrites slot `length` each time: the same step, repeated.
+        cachedMs: await meanMs(() => run(cache, [tokens[length]], length + 1), 30),
+        recomputeMs: await meanMs(() => run(fresh, tokens, length + 1), 8),
+      };
+    }
     const full = (n: number) => ({
       batch: 1,
       seq: n,
@@ -115,6 +156,27 @@ async function batchingCeiling(
 ): Promise<{ step1Ms: number; step16Ms: number }> {
   const { layers, kvHeads, headDim } = model.modelDir.dims;
   return withDecoder(model, async (decoder) => {
+    if (decoder.kind === 'gqa') {
+      const stepInPlace = (batch: number) => {
+        const slots = new KvSlots(decoder.layout, batch);
+        slots.reserve(batch, past + 1);
+        for (let b = 0; b < batch; b++) slots.add(past);
+        for (const t of slots.kv) t.fill(0.01);
+        const logits = new Float32Array(batch * decoder.layout.vocab);
+        return () =>
+          decoder.stepInPlace({
+            batch,
+            seq: 1,
+            inputIds: new BigInt64Array(batch).fill(5n),
+            seqlensK: new Int32Array(batch).fill(past),
+            kv: slots.rows(0, batch),
+            capacity: slots.capacity,
+            logitsToKeep: 1,
+            logits,
+          });
+      };
+      return { step1Ms: await meanMs(stepInPlace(1), 30), step16Ms: await meanMs(stepInPlace(16), 15) };
+    }
     const step = (batch: number) => {
       const kv = Array.from({ length: layers * 2 }, () =>
         new Float32Array(batch * kvHeads * past * headDim).fill(0.01),
@@ -134,12 +196,12 @@ async function batchingCeiling(
   });
 }
 
-async function smallPreset(): Promise<Record<string, unknown>> {
+async function smallPreset(attention: DecoderAttention | undefined): Promise<Record<string, unknown>> {
   const root = mkdtempSync(join(tmpdir(), 'clawray-bench-rollout-'));
   const dir = join(root, 'small');
   initRandomModel({ preset: 'small', outDir: dir, seed: 1 });
   // No end-of-sequence ids: every request runs to maxTokens, so runs are comparable.
-  const model = await RolloutModel.load({ modelDir: dir, maxBatchSize: 16 });
+  const model = await RolloutModel.load({ modelDir: dir, maxBatchSize: 16, attention, ...threadOptions() });
   (model.modelDir.eosTokenIds as number[]).length = 0;
   try {
     log('warming up');
@@ -175,6 +237,8 @@ async function smallPreset(): Promise<Record<string, unknown>> {
       bench: 'rollout',
       preset: 'small',
       provider: model.provider,
+      attention: model.engine.decoderKind,
+      ...threadOptions(),
       tokensPerSecond1: round(single),
       tokensPerSecond16: round(sixteen),
       concurrencySpeedup: round(batchSpeedup, 2),
@@ -465,10 +529,30 @@ async function qwen3Shape(): Promise<Record<string, unknown>> {
   return result;
 }
 
+/** CLAWRAY_BENCH_ATTENTION picks the graph of the `small` set (default: the engine's default). */
+function benchAttention(): DecoderAttention | undefined {
+  const v = process.env.CLAWRAY_BENCH_ATTENTION;
+  if (v === undefined || v === '') return undefined;
+  if (v !== 'gqa' && v !== 'standard')
+    throw new Error(`CLAWRAY_BENCH_ATTENTION: gqa or standard, got '${v}'`);
+  return v;
+}
+
+/** CLAWRAY_BENCH_THREADS / CLAWRAY_BENCH_SPIN set onnxruntime's intra-op threads and spinning. */
+function threadOptions(): { intraOpNumThreads?: number; allowSpinning?: boolean } {
+  const threads = process.env.CLAWRAY_BENCH_THREADS;
+  const spin = process.env.CLAWRAY_BENCH_SPIN;
+  return {
+    ...(threads ? { intraOpNumThreads: Number(threads) } : {}),
+    ...(spin ? { allowSpinning: spin !== '0' } : {}),
+  };
+}
+
 export async function runRolloutBench(): Promise<Record<string, unknown>[]> {
   const sets = (process.env.CLAWRAY_BENCH_ROLLOUT ?? 'small,sampling,qwen3-0.6b').split(',');
   const known: Record<string, () => Promise<Record<string, unknown>>> = {
-    small: async () => ({ set: 'small', ...(await smallPreset()) }),
+    small: async () => ({ set: 'small', ...(await smallPreset(benchAttention())) }),
+    'small-standard': async () => ({ set: 'small-standard', ...(await smallPreset('standard')) }),
     sampling: samplingCost,
     'qwen3-0.6b': qwen3Shape,
   };

@@ -41,6 +41,7 @@ import { closeSync, existsSync, mkdirSync, openSync, renameSync, rmSync, writeSy
 import { join } from 'node:path';
 import { ConfigError } from '../../common/errors.js';
 import { type Dims, dims as dimsOf, type ModelConfig } from './model-config.js';
+import { buildGqaDecoderGraph } from './onnx-export-gqa.js';
 import {
   attr,
   DataType,
@@ -153,7 +154,16 @@ export interface DecoderExportOptions {
   graphName?: string;
   /** Storage type of the weights (default float32). */
   dtype?: WeightDtype;
+  /**
+   * 'standard' (default): optimum's names and opset-17 operators only, the cache concatenated
+   * per step. 'gqa': onnxruntime's contrib operators with one fixed-capacity cache buffer
+   * updated in place (onnx-export-gqa.ts); needs onnxruntime and head_dim a multiple of 16.
+   */
+  attention?: DecoderAttention;
 }
+
+export type DecoderAttention = 'standard' | 'gqa';
+export const DECODER_ATTENTIONS: readonly DecoderAttention[] = ['standard', 'gqa'];
 
 export interface DecoderWriteOptions extends DecoderExportOptions {
   /**
@@ -181,7 +191,7 @@ export function decoderIoNames(layers: number): { inputs: string[]; outputs: str
  * (`/model/layers.0/self_attn/q_proj/MatMul`, made unique with a suffix), node outputs are
  * `<node name>_output_<k>`, and small int64 constants are shared.
  */
-class GraphBuilder {
+export class GraphBuilder {
   readonly nodes: OnnxNode[] = [];
   readonly initializers: OnnxTensor[] = [];
   readonly entries: WeightEntry[] = [];
@@ -215,13 +225,17 @@ class GraphBuilder {
     inputs: string[],
     outputs: number | string[],
     attributes: OnnxAttribute[] = [],
+    /** Operator domain ('com.microsoft' for onnxruntime's contrib ops); default ONNX's. */
+    domain?: string,
   ): string[] {
     const name = this.unique(`/${[...this.scopes, opType].join('/')}`);
     const outs =
       typeof outputs === 'number'
         ? Array.from({ length: outputs }, (_, k) => `${name}_output_${k}`)
         : outputs;
-    this.nodes.push(makeNode(opType, inputs, outs, name, attributes));
+    const node = makeNode(opType, inputs, outs, name, attributes);
+    if (domain) node.domain = domain;
+    this.nodes.push(node);
     return outs;
   }
 
@@ -304,7 +318,7 @@ class GraphBuilder {
 
 // ---- weights ----------------------------------------------------------------------------
 
-function checkWeights(d: Dims, weights: WeightMap): void {
+export function checkWeights(d: Dims, weights: WeightMap): void {
   for (const spec of weightSpecs(d)) {
     const data = weights.get(spec.name);
     const size = spec.shape.reduce((a, b) => a * b, 1);
@@ -354,13 +368,13 @@ export function ropeTableData(
 
 // ---- blocks -----------------------------------------------------------------------------
 
-interface Ctx {
+export interface Ctx {
   g: GraphBuilder;
   d: Dims;
 }
 
 /** x · Wᵀ (+ b) for the Linear named `prefix` (weight [out, in] stored as `<prefix>.weight.T`). */
-function linear(
+export function linear(
   ctx: Ctx,
   x: string,
   prefix: string,
@@ -379,7 +393,7 @@ function linear(
 }
 
 /** RMSNorm over the last axis: x / sqrt(mean(x²) + eps) * w. */
-function rmsNorm(ctx: Ctx, x: string, weightName: string, size: number, scope: string): string {
+export function rmsNorm(ctx: Ctx, x: string, weightName: string, size: number, scope: string): string {
   const { g, d } = ctx;
   return g.within(scope, () => {
     const sq = g.op('Pow', [x, g.scalar(2)]);
@@ -457,7 +471,7 @@ function attention(ctx: Ctx, x: string, l: number, io: AttentionInputs): string 
 }
 
 /** SwiGLU: down(silu(gate(x)) · up(x)), silu(z) = z · sigmoid(z). */
-function mlp(ctx: Ctx, x: string, l: number): string {
+export function mlp(ctx: Ctx, x: string, l: number): string {
   const { g, d } = ctx;
   const p = `${layerPrefix(l)}.mlp`;
   return g.within('mlp', () => {
@@ -538,6 +552,13 @@ function graphIo(d: Dims): { inputs: OnnxValueInfo[]; outputs: OnnxValueInfo[] }
  * out as `layout` says); no weight is read. Fill a buffer of `layout.bytes` with `writeWeights`.
  */
 export function buildDecoderGraph(config: ModelConfig, opts: DecoderExportOptions = {}): DecoderGraph {
+  const attentionKind = opts.attention ?? 'standard';
+  if (!DECODER_ATTENTIONS.includes(attentionKind)) {
+    throw new ConfigError(
+      `ONNX export: attention must be one of ${DECODER_ATTENTIONS.join(', ')}, got ${String(attentionKind)}`,
+      { fields: { option: 'attention' } },
+    );
+  }
   const d = dimsOf(config);
   if (d.headDim % 2 !== 0)
     throw new ConfigError(`ONNX export: head_dim must be even for RoPE, got ${d.headDim}`);
@@ -554,6 +575,7 @@ export function buildDecoderGraph(config: ModelConfig, opts: DecoderExportOption
       },
     );
   }
+  if (attentionKind === 'gqa') return buildGqaDecoderGraph(config, { ...opts, dtype, maxPositions });
   const g = new GraphBuilder(dtype);
   const ctx: Ctx = { g, d };
 
@@ -606,6 +628,7 @@ export function buildDecoderGraph(config: ModelConfig, opts: DecoderExportOption
     metadata_props: [
       { key: 'clawray.kind', value: 'decoder-kv' },
       { key: 'clawray.weight_dtype', value: dtype },
+      { key: 'clawray.attention', value: 'standard' },
       { key: 'model_type', value: config.model_type },
       { key: 'num_hidden_layers', value: String(d.layers) },
       { key: 'num_key_value_heads', value: String(d.kvHeads) },

@@ -119,11 +119,17 @@ export class DecoderWeights {
     if (meta.get('clawray.kind') !== 'decoder-kv') return null;
     const dtype = (meta.get('clawray.weight_dtype') ?? 'float32') as DecoderExportOptions['dtype'];
     const maxPositions = Number(meta.get('max_positions') ?? config.max_position_embeddings);
-    const { model, layout } = buildDecoderGraph(config, { ...opts, dtype, maxPositions });
+    // The file's graph kind unless the caller asks for the other one: the weights carry over by
+    // name; the RoPE tables (named per kind) are then computed afresh from the config.
+    const fileAttention = meta.get('clawray.attention') === 'gqa' ? 'gqa' : 'standard';
+    const attention = opts.attention ?? fileAttention;
+    const { model, layout } = buildDecoderGraph(config, { ...opts, dtype, maxPositions, attention });
     const have = new Map(file.graph.initializer.map((t) => [t.name ?? '', t]));
     const wanted = [
       ...layout.entries.map((e) => ({ name: e.name, offset: e.offset, bytes: e.bytes })),
-      ...layout.tables.map((t) => ({ name: t.name, offset: t.offset, bytes: t.data.byteLength })),
+      ...(attention === fileAttention
+        ? layout.tables.map((t) => ({ name: t.name, offset: t.offset, bytes: t.data.byteLength }))
+        : []),
     ];
     const wantedInits = new Map(model.graph.initializer.map((t) => [t.name ?? '', t]));
     for (const w of wanted) {

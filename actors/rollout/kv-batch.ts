@@ -140,3 +140,124 @@ export class KvBatch {
     this.lens = this.lens.map((l) => l + 1);
   }
 }
+
+/**
+ * Capacity grows in steps of this many slots. Small, because onnxruntime-node copies every
+ * fetched output into a fresh JS buffer after each run (even a preallocated one): a step costs
+ * a copy of the whole buffer, so the buffer is kept within a step or two of the longest row,
+ * and regrown (one copy of the live cache) every SLOT_GRANULE decode steps.
+ */
+export const SLOT_GRANULE = 32;
+
+/**
+ * The cache of a GQA decoder (onnx-export-gqa.ts): per layer key then value, one buffer
+ * [rows, kvHeads, capacity, headDim] that the graph reads and writes in place. Row i holds
+ * member i's cache right-padded (slots 0 … len − 1); the members in use are rows 0 … size − 1,
+ * so the rows a step feeds are one contiguous view. The graph writes only the new slots (no
+ * concatenation, no repacking when members join or leave: a member that leaves has the last
+ * row moved into its place); the buffer is reallocated only when the rows or the capacity
+ * must grow (or shrink). onnxruntime-node still copies the fetched buffer once per run (see
+ * SLOT_GRANULE), which is why the capacity follows the longest row closely.
+ */
+export class KvSlots {
+  /** Slots per row. */
+  capacity = 0;
+  /** Rows allocated. */
+  private rowsHeld = 0;
+  kv: Float32Array[] = [];
+  /** Real length of each row in use. */
+  lens: number[] = [];
+
+  constructor(
+    private readonly layout: KvLayout,
+    /** Rows the buffer may grow to (the engine's batch size). */
+    private readonly maxRows: number,
+  ) {}
+
+  get size(): number {
+    return this.lens.length;
+  }
+
+  /** Elements of one row of one tensor. */
+  private rowElems(capacity = this.capacity): number {
+    return this.layout.kvHeads * capacity * this.layout.headDim;
+  }
+
+  /**
+   * Makes room for `rows` rows of `slots` slots (the longest row after the next step), keeping
+   * every row's live slots; shrinks when more than two granules too big (a long row left).
+   */
+  reserve(rows: number, slots: number): void {
+    const wantSlots = Math.ceil(Math.max(1, slots) / SLOT_GRANULE) * SLOT_GRANULE;
+    const needRows = Math.max(rows, this.size, 1);
+    const growRows = needRows > this.rowsHeld;
+    const resizeSlots = slots > this.capacity || this.capacity > wantSlots + 2 * SLOT_GRANULE;
+    if (!growRows && !resizeSlots) return;
+    const capacity = resizeSlots ? wantSlots : this.capacity;
+    // Rows double (up to the batch size) so that members arriving one by one rarely reallocate.
+    const rowsHeld = growRows
+      ? Math.min(Math.max(this.maxRows, needRows), Math.max(needRows, 2 * this.rowsHeld))
+      : this.rowsHeld;
+    const { kvHeads, headDim } = this.layout;
+    const next = Array.from(
+      { length: this.layout.layers * 2 },
+      () => new Float32Array(rowsHeld * this.rowElems(capacity)),
+    );
+    for (let t = 0; t < next.length && this.kv.length > 0; t++) {
+      this.lens.forEach((len, r) => {
+        for (let h = 0; h < kvHeads; h++) {
+          const from = (r * kvHeads + h) * this.capacity * headDim;
+          const to = (r * kvHeads + h) * capacity * headDim;
+          next[t].set(this.kv[t].subarray(from, from + len * headDim), to);
+        }
+      });
+    }
+    this.kv = next;
+    this.capacity = capacity;
+    this.rowsHeld = rowsHeld;
+  }
+
+  /** Adds a row (its cache still to be written by a prefill) and returns its index. */
+  add(len = 0): number {
+    if (this.size >= this.rowsHeld) throw new Error('KvSlots: no free row (reserve first)');
+    this.lens.push(len);
+    return this.lens.length - 1;
+  }
+
+  /** Views of rows `from` … `from + count − 1` of every tensor (what a step feeds). */
+  rows(from: number, count: number): Float32Array[] {
+    const n = this.rowElems();
+    return this.kv.map((t) => t.subarray(from * n, (from + count) * n));
+  }
+
+  /**
+   * Drops row `index`, moving the last row into its place (only its live slots are copied).
+   * Returns the index the moved row came from (the caller moves its own bookkeeping alike).
+   */
+  remove(index: number): number {
+    const last = this.size - 1;
+    if (index !== last) {
+      const { kvHeads, headDim } = this.layout;
+      const len = this.lens[last];
+      for (const t of this.kv) {
+        for (let h = 0; h < kvHeads; h++) {
+          const from = (last * kvHeads + h) * this.capacity * headDim;
+          const to = (index * kvHeads + h) * this.capacity * headDim;
+          t.copyWithin(to, from, from + len * headDim);
+        }
+      }
+      this.lens[index] = len;
+    }
+    this.lens.pop();
+    if (this.size === 0) this.clear();
+    return last;
+  }
+
+  /** Lets go of every row and the buffer. */
+  clear(): void {
+    this.lens = [];
+    this.kv = [];
+    this.capacity = 0;
+    this.rowsHeld = 0;
+  }
+}

@@ -1,10 +1,12 @@
 /**
- * One decoder ONNX graph (Hugging Face optimum names: input_ids, attention_mask,
- * position_ids, past_key_values.N.key|value → logits, present.N.key|value) in an
- * onnxruntime-node session. The CUDA execution provider is used when the onnxruntime build
+ * One decoder ONNX graph in an onnxruntime-node session: optimum's names (input_ids,
+ * attention_mask, position_ids, past_key_values.N.key|value → logits, present.N.key|value;
+ * `step`), or clawray's GQA graph (onnx-export-gqa.ts) whose cache is one buffer per tensor
+ * updated in place (`stepInPlace`). The CUDA execution provider is used when the onnxruntime build
  * has it and this process holds a GPU; otherwise the CPU provider.
  */
 import * as ort from 'onnxruntime-node';
+import { ConfigError } from '../../common/errors.js';
 import { MODEL_DATA_FILE } from '../models/onnx-export.js';
 
 /**
@@ -52,22 +54,79 @@ function wantsGpu(): boolean {
   return visible !== undefined && visible !== '' && visible !== '-1';
 }
 
+/** How a decoder session is created. */
+export interface DecoderLoadOptions {
+  /** 'auto' (default) tries CUDA when this process holds a GPU. */
+  provider?: ExecutionProvider | 'auto';
+  /**
+   * Threads of onnxruntime's intra-op pool. Default: onnxruntime's (one per physical core).
+   * Several engines on one machine each want fewer.
+   */
+  intraOpNumThreads?: number;
+  /**
+   * Whether idle intra-op threads spin waiting for work (session.intra_op.allow_spinning).
+   * Default true, onnxruntime's: lowest step latency, but spinning threads burn cores that
+   * other processes on a shared machine could use.
+   */
+  allowSpinning?: boolean;
+}
+
+/** The two graph kinds: optimum's names (concatenated cache) or GQA's shared buffer. */
+export type DecoderKind = 'standard' | 'gqa';
+
+/**
+ * One step of a GQA graph (onnx-export-gqa.ts): rows right-padded in a buffer of `capacity`
+ * slots per row, fed as past and fetched as present, so the new keys/values are written into
+ * it at each row's next slots.
+ */
+export interface InPlaceStepInput {
+  batch: number;
+  /** New tokens per row (right-padded to a common count). */
+  seq: number;
+  inputIds: BigInt64Array;
+  /** Each row's length after this step − 1. */
+  seqlensK: Int32Array;
+  /** Per layer key then value, each [batch, kvHeads, capacity, headDim]: read and updated in place. */
+  kv: Float32Array[];
+  capacity: number;
+  /** Logits of the last k positions of every row; 0 for all `seq`. */
+  logitsToKeep: number;
+  /** Receives the logits, [batch, logitsToKeep || seq, vocab]. */
+  logits: Float32Array;
+}
+
 export class OnnxDecoder {
+  /** 'gqa' when the graph takes a shared past/present buffer (it has `seqlens_k`). */
+  readonly kind: DecoderKind;
+
   private constructor(
     private readonly session: ort.InferenceSession,
     readonly layout: KvLayout,
     readonly provider: ExecutionProvider,
-  ) {}
+  ) {
+    this.kind = session.inputNames.includes('seqlens_k') ? 'gqa' : 'standard';
+  }
 
   /**
    * Loads a graph (bytes with inline weights, a file path, or graph bytes with in-memory
-   * external data); `provider` 'auto' tries CUDA when this process holds a GPU.
+   * external data). `options` is the provider alone or DecoderLoadOptions.
    */
   static async load(
     model: Uint8Array | string | GraphWithData,
     layout: KvLayout,
-    provider: ExecutionProvider | 'auto' = 'auto',
+    options: ExecutionProvider | 'auto' | DecoderLoadOptions = 'auto',
   ): Promise<OnnxDecoder> {
+    const opts: DecoderLoadOptions = typeof options === 'string' ? { provider: options } : options;
+    const provider = opts.provider ?? 'auto';
+    const threads = opts.intraOpNumThreads;
+    if (threads !== undefined && !(Number.isInteger(threads) && threads >= 0)) {
+      throw new ConfigError(
+        `intraOpNumThreads must be a whole number ≥ 0 (0: onnxruntime's default), got ${threads}`,
+        {
+          fields: { intraOpNumThreads: threads },
+        },
+      );
+    }
     const attempts: ExecutionProvider[] =
       provider === 'auto' ? (wantsGpu() ? ['cuda', 'cpu'] : ['cpu']) : [provider];
     let lastError: unknown;
@@ -76,6 +135,10 @@ export class OnnxDecoder {
         const options: ort.InferenceSession.SessionOptions = {
           executionProviders: [ep],
           graphOptimizationLevel: 'all',
+          ...(threads ? { intraOpNumThreads: threads } : {}),
+          ...(opts.allowSpinning === false
+            ? { extra: { session: { intra_op: { allow_spinning: '0' } } } }
+            : {}),
         };
         let session: ort.InferenceSession;
         if (typeof model === 'string') session = await ort.InferenceSession.create(model, options);
@@ -92,6 +155,42 @@ export class OnnxDecoder {
       }
     }
     throw lastError;
+  }
+
+  /**
+   * One step of a GQA graph: the cache buffers are fed as past and fetched as present, so the
+   * step's new slots land in them; the logits land in `input.logits`. (onnxruntime-node copies
+   * the fed buffer in and the fetched one back, see onnx-export-gqa.ts: the graph's in-place
+   * update happens inside onnxruntime only where the same memory reaches it.)
+   */
+  async stepInPlace(input: InPlaceStepInput): Promise<Float32Array> {
+    if (this.kind !== 'gqa') throw new ConfigError('stepInPlace needs a GQA decoder graph (attention: gqa)');
+    const { batch, seq, capacity } = input;
+    const { layers, kvHeads, headDim, vocab } = this.layout;
+    let total = 0;
+    for (const s of input.seqlensK) total = Math.max(total, s + 1);
+    const feeds: Record<string, ort.Tensor> = {
+      input_ids: new ort.Tensor('int64', input.inputIds, [batch, seq]),
+      seqlens_k: new ort.Tensor('int32', input.seqlensK, [batch]),
+      total_sequence_length: new ort.Tensor('int32', Int32Array.of(total), []),
+      num_logits_to_keep: new ort.Tensor('int64', BigInt64Array.of(BigInt(input.logitsToKeep)), []),
+    };
+    const kept = input.logitsToKeep > 0 ? Math.min(input.logitsToKeep, seq) : seq;
+    const fetches: Record<string, ort.Tensor> = {
+      logits: new ort.Tensor('float32', input.logits.subarray(0, batch * kept * vocab), [batch, kept, vocab]),
+    };
+    const dims = [batch, kvHeads, capacity, headDim];
+    for (let l = 0; l < layers; l++) {
+      for (const [t, part] of [
+        [2 * l, 'key'],
+        [2 * l + 1, 'value'],
+      ] as const) {
+        feeds[`past_key_values.${l}.${part}`] = new ort.Tensor('float32', input.kv[t], dims);
+        fetches[`present.${l}.${part}`] = new ort.Tensor('float32', input.kv[t], dims);
+      }
+    }
+    await this.session.run(feeds, fetches);
+    return input.logits.subarray(0, batch * kept * vocab);
   }
 
   /**

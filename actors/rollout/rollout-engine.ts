@@ -11,10 +11,16 @@
  * prompt needed > 20 GB in one piece). A request whose estimated memory (memory-budget.ts)
  * exceeds `memoryBudgetBytes` is refused up front with a ContextLengthError (400) naming the
  * counts; one that fits alone but not beside the running batch waits for it to shrink.
+ *
+ * On a GQA decoder (onnx-export-gqa.ts, `decoder.kind` 'gqa') the batch's cache is one
+ * right-padded buffer per tensor (KvSlots): a sequence's prefill writes its row directly, a
+ * decode step appends one slot per row (nothing concatenated, no repacking when members join
+ * or leave: a leaving row is replaced by the last one), and a generating prefill computes the
+ * logits of its last position only. Scoring still visits every position.
  */
 import { totalmem } from 'node:os';
 import { ClawrayError, ConfigError, registerErrorClass } from '../../common/errors.js';
-import { KvBatch, type SequenceKv } from './kv-batch.js';
+import { KvBatch, KvSlots, type SequenceKv } from './kv-batch.js';
 import { batchBytes, formatBytes, kvBytesPerToken, type MemoryShape, prefillBytes } from './memory-budget.js';
 import type { OnnxDecoder, StepOutput } from './onnx-decoder.js';
 import {
@@ -169,6 +175,8 @@ export class GenerationEngine {
   private readonly queue: Sequence[] = [];
   private members: Sequence[] = [];
   private readonly batch: KvBatch;
+  /** The batch's cache when the decoder is a GQA graph (updated in place, rows = members). */
+  private readonly slots: KvSlots;
   private running = false;
   private version: number;
   private swap?: {
@@ -193,6 +201,7 @@ export class GenerationEngine {
     this.decoder = decoder;
     this.batch = new KvBatch(decoder.layout);
     this.maxBatch = options.maxBatchSize ?? 16;
+    this.slots = new KvSlots(decoder.layout, this.maxBatch);
     this.maxQueue = options.maxQueue ?? 1024;
     this.version = options.weightVersion ?? 0;
     this.prefillChunk = options.prefillChunkTokens ?? DEFAULT_PREFILL_CHUNK_TOKENS;
@@ -268,6 +277,11 @@ export class GenerationEngine {
 
   get provider(): string {
     return this.decoder.provider;
+  }
+
+  /** The decoder graph's kind: 'gqa' (cache updated in place) or 'standard'. */
+  get decoderKind(): string {
+    return this.decoder.kind;
   }
 
   get queueDepth(): number {
@@ -482,6 +496,15 @@ export class GenerationEngine {
         if (this.options.swapMode === 'requeue' && this.members.length > 0) this.requeueMembers();
         if (this.members.length === 0) await this.applySwap();
       }
+      if (this.decoder.kind === 'gqa') {
+        await this.admitInPlace();
+        if (this.members.length === 0) {
+          if (this.swap || this.queue.length > 0) continue;
+          return;
+        }
+        await this.decodeStepInPlace();
+        continue;
+      }
       const admitted: Sequence[] = [];
       while (!this.swap && this.members.length + admitted.length < this.maxBatch && this.queue.length > 0) {
         // First come, first served: a sequence too big to join now holds the ones behind it.
@@ -534,6 +557,12 @@ export class GenerationEngine {
     visit: (position: number, logits: Float32Array) => void,
   ): Promise<SequenceKv> {
     const decoder = this.decoder;
+    if (decoder.kind === 'gqa') {
+      const own = new KvSlots(decoder.layout, 1);
+      own.reserve(1, tokenIds.length);
+      await this.forwardInPlace(own, own.add(), tokenIds, from, visit);
+      return { len: tokenIds.length, kv: [] };
+    }
     const { layers, kvHeads, headDim, vocab } = decoder.layout;
     const n = tokenIds.length;
     const chunk = Math.min(this.prefillChunk, n);
@@ -747,6 +776,162 @@ export class GenerationEngine {
     this.members = next;
   }
 
+  // ---- GQA decoders: one cache buffer updated in place ----------------------------------
+
+  /**
+   * `forward` on a GQA decoder: row `row` of `slots` is written chunk by chunk in place (batch
+   * 1, so a chunk after the first may have a past). With `lastOnly`, each chunk computes only
+   * its last position's logits (a generating prefill needs no others).
+   */
+  private async forwardInPlace(
+    slots: KvSlots,
+    row: number,
+    tokenIds: readonly number[],
+    from: number,
+    visit: (position: number, logits: Float32Array) => void,
+    lastOnly = false,
+  ): Promise<void> {
+    const decoder = this.decoder;
+    const { vocab } = decoder.layout;
+    const n = tokenIds.length;
+    const chunk = Math.min(this.prefillChunk, n);
+    const logits = new Float32Array((lastOnly ? 1 : chunk) * vocab);
+    for (let start = 0; start < n; start += chunk) {
+      const end = Math.min(n, start + chunk);
+      // Chunks before the one holding `from` need no logits at all: keep one row.
+      const keep = lastOnly || end <= from ? 1 : 0;
+      const out = await decoder.stepInPlace({
+        batch: 1,
+        seq: end - start,
+        inputIds: BigInt64Array.from(tokenIds.slice(start, end), BigInt),
+        seqlensK: Int32Array.of(end - 1),
+        kv: slots.rows(row, 1),
+        capacity: slots.capacity,
+        logitsToKeep: keep,
+        logits,
+      });
+      slots.lens[row] = end;
+      const first = keep === 1 ? end - 1 : start;
+      for (let p = Math.max(first, from); p < end; p++)
+        visit(p, out.subarray((p - first) * vocab, (p - first + 1) * vocab));
+    }
+  }
+
+  /**
+   * Admission on a GQA decoder: each admitted sequence gets the next row of the cache buffer
+   * and its prefill writes that row in place (no per-sequence cache, no repacking). A group of
+   * short prompts shares one right-padded first-prompt step.
+   */
+  private async admitInPlace(): Promise<void> {
+    while (!this.swap && this.members.length < this.maxBatch && this.queue.length > 0) {
+      if (!this.fitsBeside(this.queue[0], this.members)) break;
+      const group = this.shortPromptGroup(this.members.length);
+      const taken = group.length > 1 ? group : [this.queue[0]];
+      this.queue.splice(0, taken.length);
+      const longest = Math.max(0, ...this.slots.lens.map((l) => l + 1));
+      const prompts = Math.max(...taken.map((m) => m.request.promptTokenIds.length));
+      this.slots.reserve(this.members.length + taken.length, Math.max(longest, prompts));
+      const first = this.slots.size;
+      for (const seq of taken) {
+        this.slots.add();
+        this.members.push(seq);
+      }
+      const finished: Sequence[] = [];
+      if (taken.length > 1) {
+        const { vocab } = this.decoder.layout;
+        const lens = taken.map((s) => s.request.promptTokenIds.length);
+        const width = Math.max(...lens);
+        const inputIds = new BigInt64Array(taken.length * width);
+        taken.forEach((seq, b) => {
+          seq.request.promptTokenIds.forEach((id, j) => {
+            inputIds[b * width + j] = BigInt(id);
+          });
+        });
+        const logits = await this.decoder.stepInPlace({
+          batch: taken.length,
+          seq: width,
+          inputIds,
+          seqlensK: Int32Array.from(lens, (l) => l - 1),
+          kv: this.slots.rows(first, taken.length),
+          capacity: this.slots.capacity,
+          logitsToKeep: 0,
+          logits: new Float32Array(taken.length * width * vocab),
+        });
+        taken.forEach((seq, b) => {
+          this.slots.lens[first + b] = lens[b];
+          seq.version = this.version;
+          this.options.observer?.onFirstToken?.((performance.now() - seq.startedAt) / 1000);
+          const row = (b * width + lens[b] - 1) * vocab;
+          if (this.accept(seq, logits.subarray(row, row + vocab))) finished.push(seq);
+        });
+      } else {
+        const seq = taken[0];
+        const prompt = seq.request.promptTokenIds;
+        let last: Float32Array | undefined;
+        await this.forwardInPlace(
+          this.slots,
+          first,
+          prompt,
+          prompt.length - 1,
+          (_, logits) => {
+            last = logits;
+          },
+          true,
+        );
+        seq.version = this.version;
+        this.options.observer?.onFirstToken?.((performance.now() - seq.startedAt) / 1000);
+        if (this.accept(seq, last!)) finished.push(seq);
+      }
+      this.dropRows(finished);
+    }
+  }
+
+  /** Removes finished members' rows (the last row moves into each freed one). */
+  private dropRows(finished: readonly Sequence[]): void {
+    if (finished.length === 0) return;
+    const indices = finished.map((seq) => this.members.indexOf(seq)).sort((a, b) => b - a);
+    for (const i of indices) {
+      const moved = this.slots.remove(i);
+      this.members[i] = this.members[moved];
+      this.members.pop();
+    }
+  }
+
+  private async decodeStepInPlace(): Promise<void> {
+    const started = performance.now();
+    const { vocab } = this.decoder.layout;
+    const members = this.members;
+    const batch = members.length;
+    // Room for this step's token in every row (regrown every SLOT_GRANULE steps).
+    this.slots.reserve(batch, Math.max(...this.slots.lens) + 1);
+    const logits = await this.decoder.stepInPlace({
+      batch,
+      seq: 1,
+      inputIds: BigInt64Array.from(members, (s) => BigInt(s.tokens[s.tokens.length - 1])),
+      // The new token goes to slot len (its position), so the row's length becomes len + 1.
+      seqlensK: Int32Array.from(this.slots.lens),
+      kv: this.slots.rows(0, batch),
+      capacity: this.slots.capacity,
+      logitsToKeep: 1,
+      logits: this.stepLogits(batch * vocab),
+    });
+    for (let b = 0; b < batch; b++) this.slots.lens[b] += 1;
+    this.options.observer?.onStep?.(batch, (performance.now() - started) / 1000);
+    const finished: Sequence[] = [];
+    members.forEach((seq, b) => {
+      if (this.accept(seq, logits.subarray(b * vocab, (b + 1) * vocab))) finished.push(seq);
+    });
+    this.dropRows(finished);
+  }
+
+  private logitsBuffer = new Float32Array(0);
+
+  /** The decode step's logits buffer, reused across steps. */
+  private stepLogits(size: number): Float32Array {
+    if (this.logitsBuffer.length < size) this.logitsBuffer = new Float32Array(size);
+    return this.logitsBuffer;
+  }
+
   /** 'requeue' swap: in-flight sequences start over on the new weights. */
   private requeueMembers(): void {
     for (const seq of this.members.reverse()) {
@@ -758,11 +943,13 @@ export class GenerationEngine {
     }
     this.members = [];
     this.batch.pack([]);
+    this.slots.clear();
   }
 
   private failAll(err: Error): void {
     for (const seq of [...this.members, ...this.queue.splice(0)]) seq.reject(err);
     this.members = [];
+    this.slots.clear();
   }
 
   async close(): Promise<void> {

@@ -1,0 +1,272 @@
+/**
+ * The GQA decoder graph (onnx-export-gqa.ts: GroupQueryAttention with one past/present
+ * buffer updated in place, fused RMSNorms, rotary inside GQA) against the standard export
+ * (whose logits rope-parity.test.ts checks against an independent float64 reference): batched
+ * right-padded prompts of uneven lengths, chunked prefill, batched decode steps and
+ * last-position-only logits, on the presets and on every RoPE scaling the family supports.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dims, type ModelConfig, modelConfigSchema } from '../models/model-config.js';
+import { Prng } from '../models/model-init.js';
+import { exportDecoderExternal, exportDecoderOnnx } from '../models/onnx-export.js';
+import { gqaUnsupported } from '../models/onnx-export-gqa.js';
+import { type WeightMap, weightSpecs } from '../models/weight-names.js';
+import { KvSlots } from './kv-batch.js';
+import { OnnxDecoder } from './onnx-decoder.js';
+import { presetConfig } from './test-model.js';
+
+const TOL = 1e-4;
+
+/** Matrices N(0, 0.25²), norms 1 ± 0.1: large enough that a wrong position moves the logits. */
+function weightsFor(config: ModelConfig, seed: number): WeightMap {
+  const rng = new Prng(seed);
+  const out: WeightMap = new Map();
+  for (const spec of weightSpecs(dims(config))) {
+    const n = spec.shape.reduce((a, b) => a * b, 1);
+    const data = new Float32Array(n);
+    for (let i = 0; i < n; i++) data[i] = spec.init === 'ones' ? 1 + 0.1 * rng.normal() : 0.25 * rng.normal();
+    out.set(spec.name, data);
+  }
+  return out;
+}
+
+interface Pair {
+  standard: OnnxDecoder;
+  gqa: OnnxDecoder;
+  vocab: number;
+  release(): Promise<void>;
+}
+
+async function pair(config: ModelConfig, seed: number): Promise<Pair> {
+  const d = dims(config);
+  const weights = weightsFor(config, seed);
+  const layout = { layers: d.layers, kvHeads: d.kvHeads, headDim: d.headDim, vocab: d.vocab };
+  const standard = await OnnxDecoder.load(exportDecoderOnnx(config, weights), layout, 'cpu');
+  const g = exportDecoderExternal(config, weights, { attention: 'gqa' });
+  const gqa = await OnnxDecoder.load({ graph: g.graph, data: g.data }, layout, {
+    provider: 'cpu',
+    intraOpNumThreads: 1,
+    allowSpinning: false,
+  });
+  return {
+    standard,
+    gqa,
+    vocab: d.vocab,
+    release: async () => {
+      await standard.release();
+      await gqa.release();
+    },
+  };
+}
+
+/** Every position's logits of one sequence through the standard graph in one step. */
+async function standardLogits(decoder: OnnxDecoder, ids: number[]): Promise<Float32Array> {
+  const n = ids.length;
+  const out = await decoder.step({
+    batch: 1,
+    seq: n,
+    past: 0,
+    inputIds: BigInt64Array.from(ids, BigInt),
+    attentionMask: new BigInt64Array(n).fill(1n),
+    positionIds: BigInt64Array.from({ length: n }, (_, i) => BigInt(i)),
+    pastKv: Array.from({ length: decoder.layout.layers * 2 }, () => new Float32Array(0)),
+  });
+  return out.logits;
+}
+
+function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  expect(a.length).toBe(b.length);
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
+  return m;
+}
+
+function tokens(n: number, salt: number, vocab: number): number[] {
+  return Array.from({ length: n }, (_, j) => (salt * 31 + j * 17 + 5) % vocab);
+}
+
+/**
+ * The same sequences through both graphs: a right-padded batched first prompt, then decode
+ * steps of the whole batch (uneven lengths), each compared with the standard graph's logits
+ * for the whole sequence so far. Returns the largest difference seen.
+ */
+async function batchedParity(p: Pair, prompts: number[][], steps: number): Promise<number> {
+  const { gqa, standard, vocab } = p;
+  const batch = prompts.length;
+  const slots = new KvSlots(gqa.layout, batch);
+  const seqs = prompts.map((x) => [...x]);
+  slots.reserve(batch, Math.max(...seqs.map((s) => s.length)) + steps);
+  for (const s of seqs) slots.add(s.length);
+  const width = Math.max(...seqs.map((s) => s.length));
+  const inputIds = new BigInt64Array(batch * width);
+  seqs.forEach((s, b) => {
+    s.forEach((id, j) => {
+      inputIds[b * width + j] = BigInt(id);
+    });
+  });
+  const logits = new Float32Array(batch * width * vocab);
+  await gqa.stepInPlace({
+    batch,
+    seq: width,
+    inputIds,
+    seqlensK: Int32Array.from(seqs, (s) => s.length - 1),
+    kv: slots.rows(0, batch),
+    capacity: slots.capacity,
+    logitsToKeep: 0,
+    logits,
+  });
+  let worst = 0;
+  for (let b = 0; b < batch; b++) {
+    const want = await standardLogits(standard, seqs[b]);
+    const got = logits.subarray(b * width * vocab, (b * width + seqs[b].length) * vocab);
+    worst = Math.max(worst, maxDiff(got, want));
+  }
+  for (let step = 0; step < steps; step++) {
+    const next = seqs.map((s, b) => (s[s.length - 1] * 7 + b + step) % vocab);
+    const out = await gqa.stepInPlace({
+      batch,
+      seq: 1,
+      inputIds: BigInt64Array.from(next, BigInt),
+      seqlensK: Int32Array.from(seqs, (s) => s.length),
+      kv: slots.rows(0, batch),
+      capacity: slots.capacity,
+      logitsToKeep: 1,
+      logits,
+    });
+    for (const [b, s] of seqs.entries()) s.push(next[b]);
+    for (let b = 0; b < batch; b++) {
+      const want = await standardLogits(standard, seqs[b]);
+      const last = want.subarray((seqs[b].length - 1) * vocab);
+      worst = Math.max(worst, maxDiff(out.subarray(b * vocab, (b + 1) * vocab), last));
+    }
+  }
+  return worst;
+}
+
+/** One sequence through the GQA graph in chunks of `chunk` (batch 1, past growing). */
+async function chunkedLogits(
+  p: Pair,
+  ids: number[],
+  chunk: number,
+  lastOnly: boolean,
+): Promise<Float32Array> {
+  const { gqa, vocab } = p;
+  const slots = new KvSlots(gqa.layout, 1);
+  slots.reserve(1, ids.length);
+  slots.add();
+  const all = new Float32Array((lastOnly ? 1 : ids.length) * vocab);
+  const logits = new Float32Array(chunk * vocab);
+  for (let start = 0; start < ids.length; start += chunk) {
+    const end = Math.min(ids.length, start + chunk);
+    const out = await gqa.stepInPlace({
+      batch: 1,
+      seq: end - start,
+      inputIds: BigInt64Array.from(ids.slice(start, end), BigInt),
+      seqlensK: Int32Array.of(end - 1),
+      kv: slots.rows(0, 1),
+      capacity: slots.capacity,
+      logitsToKeep: lastOnly ? 1 : 0,
+      logits,
+    });
+    if (lastOnly) all.set(out);
+    else all.set(out, start * vocab);
+  }
+  return all;
+}
+
+describe('GQA decoder graph vs the standard graph', () => {
+  for (const preset of ['tiny', 'small'] as const) {
+    describe(preset, () => {
+      let p: Pair;
+      beforeAll(async () => {
+        p = await pair(presetConfig(preset), 3);
+      });
+      afterAll(async () => {
+        await p.release();
+      });
+
+      it('is the graph the decoder reports', () => {
+        expect(p.gqa.kind).toBe('gqa');
+        expect(p.standard.kind).toBe('standard');
+      });
+
+      it('batched right-padded prompts of uneven lengths, then batched decode steps', async () => {
+        const v = p.vocab;
+        const worst = await batchedParity(
+          p,
+          [tokens(3, 1, v), tokens(11, 2, v), tokens(7, 3, v), tokens(1, 4, v)],
+          6,
+        );
+        expect(worst).toBeLessThan(TOL);
+      });
+
+      it('chunked prefill gives every position the logits of one whole step', async () => {
+        const ids = tokens(29, 5, p.vocab);
+        const want = await standardLogits(p.standard, ids);
+        for (const chunk of [1, 4, 10, 29])
+          expect(maxDiff(await chunkedLogits(p, ids, chunk, false), want)).toBeLessThan(TOL);
+      });
+
+      it('num_logits_to_keep 1 gives the last position only, the same numbers', async () => {
+        const ids = tokens(17, 6, p.vocab);
+        const want = (await standardLogits(p.standard, ids)).subarray(16 * p.vocab);
+        expect(maxDiff(await chunkedLogits(p, ids, 6, true), want)).toBeLessThan(TOL);
+      });
+    });
+  }
+});
+
+const SCALINGS: Array<[string, 'qwen3' | 'llama', Record<string, unknown> | null]> = [
+  ['default', 'qwen3', null],
+  ['linear', 'llama', { rope_type: 'linear', factor: 2 }],
+  ['dynamic', 'qwen3', { type: 'dynamic', factor: 3 }],
+  [
+    'llama3',
+    'llama',
+    {
+      rope_type: 'llama3',
+      factor: 8,
+      low_freq_factor: 1,
+      high_freq_factor: 4,
+      original_max_position_embeddings: 256,
+    },
+  ],
+  ['yarn', 'qwen3', { rope_type: 'yarn', factor: 4, original_max_position_embeddings: 64 }],
+];
+
+describe('GQA decoder graph: every RoPE scaling, far into the context', () => {
+  it.each(SCALINGS)('%s', async (_name, modelType, scaling) => {
+    const config = modelConfigSchema.parse({
+      model_type: modelType,
+      vocab_size: 48,
+      hidden_size: 32,
+      intermediate_size: 40,
+      num_hidden_layers: 2,
+      num_attention_heads: 4,
+      num_key_value_heads: 2,
+      head_dim: 16,
+      rms_norm_eps: 1e-6,
+      rope_theta: 10000,
+      max_position_embeddings: 128,
+      tie_word_embeddings: modelType === 'qwen3',
+      rope_scaling: scaling,
+    });
+    const p = await pair(config, 11);
+    try {
+      const ids = tokens(120, 9, p.vocab);
+      const want = await standardLogits(p.standard, ids);
+      expect(maxDiff(await chunkedLogits(p, ids, 37, false), want)).toBeLessThan(TOL);
+      expect(await batchedParity(p, [tokens(90, 1, 48), tokens(57, 2, 48)], 5)).toBeLessThan(TOL);
+    } finally {
+      await p.release();
+    }
+  });
+
+  it('refuses head_dim that GQA rotary cannot take, naming it', () => {
+    const config = modelConfigSchema.parse({ ...presetConfig('tiny'), head_dim: 24 });
+    expect(gqaUnsupported(config)).toMatch(/head_dim 24/);
+    expect(() => exportDecoderExternal(config, weightsFor(config, 1), { attention: 'gqa' })).toThrow(
+      /head_dim 24/,
+    );
+  });
+});

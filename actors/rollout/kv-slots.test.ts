@@ -1,0 +1,80 @@
+/**
+ * KvSlots, the GQA engine's cache: rows right-padded in one buffer per tensor, a leaving row
+ * replaced by the last one, the capacity following the longest row (grown and shrunk with
+ * every row's live slots kept).
+ */
+import { describe, expect, it } from 'vitest';
+import { KvSlots, SLOT_GRANULE } from './kv-batch.js';
+
+const layout = { layers: 1, kvHeads: 2, headDim: 3, vocab: 8 };
+
+/** Fills row r's first `len` slots with values naming (tensor, row, head, slot, dim). */
+function fill(slots: KvSlots, r: number, len: number, tag: number): void {
+  slots.lens[r] = len;
+  slots.kv.forEach((t, ti) => {
+    for (let h = 0; h < layout.kvHeads; h++)
+      for (let s = 0; s < len; s++)
+        for (let i = 0; i < layout.headDim; i++)
+          t[((r * layout.kvHeads + h) * slots.capacity + s) * layout.headDim + i] =
+            tag * 1e4 + ti * 1e3 + h * 100 + s * 10 + i;
+  });
+}
+
+/** Row r's live slots, per tensor and head, as arrays (independent of the capacity). */
+function live(slots: KvSlots, r: number): number[][][] {
+  return slots.kv.map((t) =>
+    Array.from({ length: layout.kvHeads }, (_, h) => {
+      const from = (r * layout.kvHeads + h) * slots.capacity * layout.headDim;
+      return Array.from(t.subarray(from, from + slots.lens[r] * layout.headDim));
+    }),
+  );
+}
+
+describe('KvSlots', () => {
+  it('keeps every row when it grows, and moves the last row into a freed one', () => {
+    const slots = new KvSlots(layout, 8);
+    slots.reserve(2, 5);
+    expect(slots.capacity).toBe(SLOT_GRANULE);
+    slots.add();
+    slots.add();
+    fill(slots, 0, 5, 1);
+    fill(slots, 1, 3, 2);
+    const row0 = live(slots, 0);
+    const row1 = live(slots, 1);
+    slots.reserve(3, SLOT_GRANULE + 1);
+    expect(slots.capacity).toBe(2 * SLOT_GRANULE);
+    expect(live(slots, 0)).toEqual(row0);
+    expect(live(slots, 1)).toEqual(row1);
+    slots.add();
+    fill(slots, 2, 4, 3);
+    const row2 = live(slots, 2);
+    expect(slots.remove(0)).toBe(2);
+    expect(slots.size).toBe(2);
+    expect(slots.lens).toEqual([4, 3]);
+    expect(live(slots, 0)).toEqual(row2);
+    expect(live(slots, 1)).toEqual(row1);
+    // A view of the rows in use is contiguous: [rows, kvHeads, capacity, headDim].
+    expect(slots.rows(0, 2)[0].length).toBe(2 * layout.kvHeads * slots.capacity * layout.headDim);
+  });
+
+  it('shrinks once the longest row needs far less, keeping live slots', () => {
+    const slots = new KvSlots(layout, 4);
+    slots.reserve(1, 10 * SLOT_GRANULE);
+    slots.add();
+    fill(slots, 0, 7, 5);
+    const row = live(slots, 0);
+    slots.reserve(1, 8);
+    expect(slots.capacity).toBe(SLOT_GRANULE);
+    expect(live(slots, 0)).toEqual(row);
+    slots.remove(0);
+    expect(slots.size).toBe(0);
+    expect(slots.kv).toEqual([]);
+  });
+
+  it('refuses a row it has no room for', () => {
+    const slots = new KvSlots(layout, 1);
+    slots.reserve(1, 4);
+    slots.add();
+    expect(() => slots.add()).toThrow(/no free row/);
+  });
+});
