@@ -132,9 +132,11 @@ export class TrainerShard extends CollectiveMember {
     const backend = await selectBackend(this.options.backend === 'auto' ? undefined : this.options.backend);
     this.metrics?.backend.set({ backend }, 1);
     const model = loadModelDir(this.options.modelDir);
-    // wasm has no gradient for gather: embed with a one-hot product there.
+    // wasm has no gradient for gather: embed with a one-hot product there when the embedding
+    // trains. Under LoRA it is frozen (no gradient flows into it), and a lookup spares a
+    // [tokens, vocab] one-hot and a tokens × vocab × hidden product (as costly as the LM head).
     const decoder = new TfjsDecoder(model.config, model.weights, {
-      embedding: backend === 'wasm' ? 'onehot' : 'gather',
+      embedding: backend === 'wasm' && !this.options.lora ? 'onehot' : 'gather',
       lora: this.options.lora ? loraOption(model, this.options.lora, this.options.seed ?? 0) : undefined,
     });
     const customLoss = this.options.lossModule

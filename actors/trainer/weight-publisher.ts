@@ -9,7 +9,7 @@
  * Adapters are cumulative (trained from the frozen base), so the engine keeps the base of
  * each adapted tensor and a lost or repeated publish never compounds.
  */
-import { Histogram, type Registry } from 'prom-client';
+import { Counter, Histogram, type Registry } from 'prom-client';
 import type { WeightMap } from '../models/weight-names.js';
 import type { RolloutEngine } from '../rollout/rollout-engine-actor.js';
 import type { ActorHandle } from '../runtime/actor-handle.js';
@@ -37,6 +37,26 @@ export function isLoraPublish(w: PublishedWeights): w is LoraPublish {
   return !(w instanceof Map);
 }
 
+/** Tensors and bytes of a publication, and whether it is LoRA adapters only (delta sync). */
+export function publishedSize(weights: PublishedWeights): {
+  kind: 'full' | 'lora';
+  tensors: number;
+  bytes: number;
+} {
+  const lora = isLoraPublish(weights);
+  const tensors = lora ? weights.lora.adapters : weights;
+  let bytes = 0;
+  for (const data of tensors.values()) bytes += data.byteLength;
+  return { kind: lora ? 'lora' : 'full', tensors: tensors.size, bytes };
+}
+
+/** One line for the job log: "LoRA adapters only (14 tensors, 0.88 MiB)" or "full weights (…)". */
+export function describePublished(weights: PublishedWeights): string {
+  const { kind, tensors, bytes } = publishedSize(weights);
+  const mib = bytes / 2 ** 20;
+  return `${kind === 'lora' ? 'LoRA adapters only' : 'full weights'} (${tensors} tensors, ${mib < 10 ? mib.toFixed(2) : mib.toFixed(0)} MiB)`;
+}
+
 /** Groups tensors (in name order) into buckets of at most `bucketBytes` (a larger tensor goes alone). */
 export function bucketize(
   weights: WeightMap,
@@ -61,6 +81,7 @@ export function bucketize(
 
 export class WeightPublisher {
   private readonly duration?: Histogram;
+  private readonly sent?: Counter<'kind'>;
 
   constructor(
     private readonly engines: ActorHandle<RolloutEngine>[],
@@ -71,6 +92,13 @@ export class WeightPublisher {
         name: 'clawray_trainer_weight_publish_seconds',
         help: 'Time to publish a weight version to every rollout engine (buckets sent and swapped)',
         buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+        registers: [options.registry],
+      });
+      // Bytes sent per engine, by kind: with LoRA only adapters ever travel (delta sync).
+      this.sent = new Counter({
+        name: 'clawray_trainer_weight_publish_bytes_total',
+        help: 'Tensor bytes published to rollout engines (per engine), by kind: full weights or LoRA adapters only',
+        labelNames: ['kind'],
         registers: [options.registry],
       });
     }
@@ -98,8 +126,8 @@ export class WeightPublisher {
     );
     const seconds = (performance.now() - started) / 1000;
     this.duration?.observe(seconds);
-    let bytes = 0;
-    for (const data of tensors.values()) bytes += data.byteLength;
-    return { version, kind: lora ? 'lora' : 'full', bytes, buckets: buckets.length, seconds };
+    const { kind, bytes } = publishedSize(weights);
+    this.sent?.inc({ kind }, bytes * engines.length);
+    return { version, kind, bytes, buckets: buckets.length, seconds };
   }
 }

@@ -24,7 +24,7 @@ import type { RolloutEngine } from '../../actors/rollout/rollout-engine-actor.js
 import { TurnFeedback } from '../../actors/rollout/turn-feedback.js';
 import type { ActorHandle } from '../../actors/runtime/actor-handle.js';
 import type { Cluster } from '../../actors/runtime/cluster.js';
-import { WeightPublisher } from '../../actors/trainer/weight-publisher.js';
+import { describePublished, WeightPublisher } from '../../actors/trainer/weight-publisher.js';
 import { ConfigError } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import { loadPluginFunction, pluginLocation } from '../../common/plugin-module.js';
@@ -710,7 +710,11 @@ export class RLDriver {
     force: boolean,
   ): Promise<boolean> {
     if (!force && trainers.version % this.spec.train.updateWeightsEvery !== 0) return false;
-    await engines.publish(trainers.version, await trainers.readWeights());
+    const weights = await trainers.readWeights();
+    await engines.publish(trainers.version, weights);
+    this.o.log(
+      `published weight version ${trainers.version} to ${engines.healthyCount} rollout engine(s): ${describePublished(weights)}`,
+    );
     return true;
   }
 
