@@ -13,6 +13,7 @@ import type {
 import { Registry } from 'prom-client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { actorErrorFrom, fromErrorInfo, toErrorInfo } from '../../common/errors.js';
+import { endSession, endsSession } from '../../integrations/openclaw-plugin/session-end.js';
 import { JsonlTurnSink, type TurnRecord, TurnRecorder } from './capture-recorder.js';
 import type { ChatMessage, ChatModel, ToolCall, ToolSchema } from './chat-model.js';
 import { createOpenAiServer, type OpenAiServerOptions } from './openai-server.js';
@@ -221,6 +222,14 @@ async function collect(stream: AsyncIterable<ChatCompletionChunk>): Promise<Chat
 
 function contentOf(chunks: ChatCompletionChunk[]): string {
   return chunks.map((c) => c.choices[0]?.delta.content ?? '').join('');
+}
+
+async function readRecords(file: string): Promise<TurnRecord[]> {
+  const text = await readFile(file, 'utf8').catch(() => '');
+  return text
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as TurnRecord);
 }
 
 async function expectApiError(promise: Promise<unknown>): Promise<InstanceType<typeof OpenAI.APIError>> {
@@ -797,14 +806,6 @@ describe('RL capture through the server', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  async function readRecords(file: string): Promise<TurnRecord[]> {
-    const text = await readFile(file, 'utf8').catch(() => '');
-    return text
-      .split('\n')
-      .filter(Boolean)
-      .map((line) => JSON.parse(line) as TurnRecord);
-  }
-
   it('records main turns with engine tokens and chains next_state; side turns are not recorded', async () => {
     const file = join(dir, 'nested', 'turns.jsonl');
     recorder = new TurnRecorder({ sink: new JsonlTurnSink(file), sweepMs: 0 });
@@ -994,6 +995,33 @@ describe('live sessions: session keys, feedback, side calls and oversized reques
       headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
       body: JSON.stringify(body),
     });
+
+  it("ends a session when the OpenClaw plugin reports OpenClaw's session_end (/new, /reset…)", async () => {
+    const file = join(dir, 'plugin-end.jsonl');
+    recorder = new TurnRecorder({ sink: new JsonlTurnSink(file), sweepMs: 0 });
+    running = await start({ recorder });
+    const h = { headers: { 'X-Session-Id': 'oc-1', 'X-Turn-Type': 'main' } };
+    await running.client.chat.completions.create({ model: 'fake-model', messages: hello }, h);
+    await recorder.flush();
+    // The turn waits for its next state until the session ends.
+    expect(await readFile(file, 'utf8').catch(() => '')).toBe('');
+    for (const reason of ['new', 'reset', 'idle', 'daily', 'deleted', 'compaction'])
+      expect(endsSession(reason)).toBe(true);
+    for (const reason of ['shutdown', 'restart', 'unknown', undefined])
+      expect(endsSession(reason)).toBe(false);
+    // The provider's baseUrl is the OpenAI base (…/v1); the RL routes live beside it.
+    expect(await endSession({ baseUrl: `${running.url}/v1/`, apiKey: TOKEN, sessionId: 'oc-1' })).toEqual({
+      ok: true,
+      status: 200,
+    });
+    await recorder.flush();
+    const records = await readRecords(file);
+    expect(records).toHaveLength(1);
+    expect(records[0]).toMatchObject({ session_id: 'oc-1', turn: 0, next_state: null, session_done: true });
+    expect(
+      (await endSession({ baseUrl: `${running.url}/v1`, apiKey: 'wrong', sessionId: 'oc-1' })).status,
+    ).toBe(401);
+  });
 
   it('files requests under the session of their key, takes feedback on its turns, and ends it', async () => {
     const file = join(dir, 'keys.jsonl');

@@ -11,10 +11,15 @@
  * from the agent hooks (`before_model_resolve`, `llm_input`), which need
  * `plugins.entries.clawray.hooks.allowConversationAccess: true`.
  *
+ * When OpenClaw ends a session (`/new`, `/reset`, idle or daily rollover, deletion,
+ * compaction), the plugin ends it on the job too (`POST /rl/end_session` beside the provider's
+ * `baseUrl`), so its last turn is judged at once rather than after the job's idle timeout.
+ *
  * Optional `systemPrompt` replaces OpenClaw's generated system prompt (7 KB with tools denied,
  * 39 KB by default) on clawray runs, through `before_prompt_build`, for policies whose context
  * is a few thousand tokens.
  */
+import { endSession, endsSession } from './session-end.js';
 import { RunTriggers, tagsFor } from './turn-tags.js';
 
 const PROVIDER_ID = 'clawray';
@@ -67,6 +72,24 @@ export default {
     api.on('llm_input', note);
     api.on('agent_end', (/** @type {unknown} */ _event, /** @type {any} */ ctx) => {
       runs.end(ctx?.runId);
+    });
+
+    const provider = api.config?.models?.providers?.[PROVIDER_ID];
+    api.on('session_end', async (/** @type {any} */ event, /** @type {any} */ ctx) => {
+      const sessionId = event?.sessionId ?? ctx?.sessionId;
+      if (!endsSession(event?.reason) || typeof sessionId !== 'string' || !sessionId) return;
+      if (typeof provider?.baseUrl !== 'string') return;
+      try {
+        const { ok, status } = await endSession({
+          baseUrl: provider.baseUrl,
+          apiKey: typeof provider.apiKey === 'string' ? provider.apiKey : undefined,
+          sessionId,
+        });
+        if (!ok)
+          api.logger?.warn?.(`clawray: ending session ${sessionId} on the job answered HTTP ${status}`);
+      } catch (err) {
+        api.logger?.warn?.(`clawray: could not end session ${sessionId} on the job: ${String(err)}`);
+      }
     });
 
     if (systemPrompt) {
