@@ -79,6 +79,43 @@ describe('clawray serve with a random model, driven by the openai client', () =>
     expect(chunks.at(-1)?.choices[0]?.finish_reason).toMatch(/stop|length/);
   });
 
+  it('answers response_format json_object with one JSON object, streamed or not', async () => {
+    // A random model: biasing a few JSON characters makes it write short objects; the constraint
+    // still decides every byte (inside a key '}' is text, after a number ':' is not allowed...).
+    const vocab = JSON.parse(readFileSync(join(modelDir, 'tokenizer.json'), 'utf8')).model.vocab as Record<
+      string,
+      number
+    >;
+    const bias = Object.fromEntries(['"', ':', '1', '}'].map((c) => [vocab[c], 10]));
+    expect(Object.keys(bias)).toHaveLength(4);
+    for (const seed of [1, 2, 3]) {
+      const res = await client.chat.completions.create({
+        model: 'tiny',
+        messages: [{ role: 'user', content: 'Reply in JSON.' }],
+        response_format: { type: 'json_object' },
+        logit_bias: bias,
+        max_tokens: 64,
+        seed,
+      });
+      const content = res.choices[0].message.content ?? '';
+      expect(res.choices[0].finish_reason, content).toBe('stop');
+      const parsed = JSON.parse(content);
+      expect(typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed), content).toBe(true);
+    }
+    // Unbiased and streamed: whatever it writes before max_tokens is the start of an object.
+    const stream = await client.chat.completions.create({
+      model: 'tiny',
+      messages: [{ role: 'user', content: 'Reply in JSON.' }],
+      response_format: { type: 'json_object' },
+      max_tokens: 24,
+      seed: 4,
+      stream: true,
+    });
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+    expect(text.trimStart().startsWith('{'), text).toBe(true);
+  });
+
   it('records main turns of a session with next_state, and skips side turns', async () => {
     const session = (turn: string, done = false) => ({
       headers: { 'X-Session-Id': 's1', 'X-Turn-Type': turn, ...(done ? { 'X-Session-Done': 'true' } : {}) },

@@ -510,14 +510,24 @@ describe('OpenAI-compatible server', () => {
       s.client.chat.completions.create({ model: 'fake-model', messages: hello, n: 99 }),
     );
     expect(n99.param).toBe('n');
-    const json = await expectApiError(
+    const schema = await expectApiError(
       s.client.chat.completions.create({
         model: 'fake-model',
         messages: hello,
+        response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object' } } },
+      }),
+    );
+    expect(schema.param).toBe('response_format');
+    const forced = await expectApiError(
+      s.client.chat.completions.create({
+        model: 'fake-model',
+        messages: hello,
+        tools: [weatherTool],
+        tool_choice: 'required',
         response_format: { type: 'json_object' },
       }),
     );
-    expect(json.param).toBe('response_format');
+    expect(forced.param).toBe('response_format');
 
     const role = await expectApiError(
       s.client.chat.completions.create({

@@ -471,9 +471,21 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
     if (body.model !== model.id) throw modelNotFound(body.model);
     const n = body.n ?? 1;
     if (n > 1 && body.stream) throw invalid(`'n' > 1 is served without streaming only (got ${n})`, 'n');
-    if (body.response_format && body.response_format.type !== 'text') {
+    const format = body.response_format?.type ?? 'text';
+    if (format !== 'text' && format !== 'json_object') {
       throw invalid(
-        `'response_format' ${JSON.stringify(body.response_format.type)} needs constrained decoding, which this server does not have; send {"type": "text"} or leave it out`,
+        `'response_format' ${JSON.stringify(format)} is not supported: send {"type": "json_object"} (one JSON object) or {"type": "text"}; JSON schemas need a grammar this server does not have`,
+        'response_format',
+      );
+    }
+    if (
+      format === 'json_object' &&
+      body.tool_choice !== undefined &&
+      body.tool_choice !== 'auto' &&
+      body.tool_choice !== 'none'
+    ) {
+      throw invalid(
+        "'response_format' json_object cannot be combined with a forced tool call ('tool_choice'): the answer is a JSON object, not a tool call",
         'response_format',
       );
     }
@@ -609,6 +621,7 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
     if (b.logit_bias) req.logitBias = Object.entries(b.logit_bias).map(([id, bias]) => [Number(id), bias]);
     if (b.presence_penalty) req.presencePenalty = b.presence_penalty;
     if (b.frequency_penalty) req.frequencyPenalty = b.frequency_penalty;
+    if (b.response_format?.type === 'json_object') req.json = true;
     if (p.stops.length > 0) req.stop = p.stops;
     if (p.topLogprobs > 0) req.topLogprobs = p.topLogprobs;
     return req;

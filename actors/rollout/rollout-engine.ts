@@ -20,6 +20,7 @@
  */
 import { totalmem } from 'node:os';
 import { ClawrayError, ConfigError, registerErrorClass } from '../../common/errors.js';
+import { JsonConstraint } from './json-constraint.js';
 import { KvBatch, KvSlots, type SequenceKv } from './kv-batch.js';
 import { batchBytes, formatBytes, kvBytesPerToken, type MemoryShape, prefillBytes } from './memory-budget.js';
 import type { OnnxDecoder, StepOutput } from './onnx-decoder.js';
@@ -94,6 +95,12 @@ export interface GenerateRequest {
   onToken?: (token: Sampled) => void;
   /** Stops the generation (its slot goes to the next request) and rejects with GenerationAbortedError. */
   signal?: AbortSignal;
+  /**
+   * OpenAI's `response_format: {"type": "json_object"}`: only tokens that keep the output a
+   * prefix of one JSON object are sampled, and generation stops when it is closed (see
+   * json-constraint.ts). Like logit_bias, the recorded logprob stays the model's own.
+   */
+  json?: boolean;
 }
 
 export type FinishReason = 'stop' | 'length';
@@ -122,6 +129,8 @@ export interface GenerationEngineOptions {
   maxContext: number;
   /** Needed for stop strings and `text`. */
   detokenize?: (ids: number[]) => string;
+  /** A token's raw bytes; needed for `json` requests. */
+  tokenBytes?: (tokenId: number) => ArrayLike<number>;
   /** On a weight swap: let in-flight sequences finish on the old weights, or restart them on the new ones. Default 'finish'. */
   swapMode?: 'finish' | 'requeue';
   weightVersion?: number;
@@ -159,6 +168,7 @@ interface Sequence {
   random: () => number;
   /** logit_bias and penalties, when the request has any. */
   adjust?: LogitAdjustments;
+  json?: JsonConstraint;
   tokens: number[];
   logprobs: number[];
   top: Sampled[][];
@@ -326,6 +336,14 @@ export class GenerationEngine {
     if (request.stop?.length && !this.options.detokenize) {
       return Promise.reject(new ConfigError('stop strings need an engine with a tokenizer'));
     }
+    const tokenBytes = this.options.tokenBytes;
+    if (request.json && !tokenBytes) {
+      return Promise.reject(
+        new ConfigError('response_format json_object needs an engine with a tokenizer', {
+          fields: { param: 'response_format' },
+        }),
+      );
+    }
     if (this.queue.length >= this.maxQueue) {
       return Promise.reject(
         new EngineBusyError(`the rollout engine queue is full (${this.maxQueue} waiting); retry later`),
@@ -376,6 +394,14 @@ export class GenerationEngine {
         },
         random: seededRandom(request.seed ?? Math.floor(Math.random() * 2 ** 32)),
         ...(hasAdjustments(adjust) ? { adjust } : {}),
+        ...(request.json
+          ? {
+              json: new JsonConstraint(tokenBytes!, [
+                ...this.options.eosTokenIds,
+                ...(request.stopTokenIds ?? []),
+              ]),
+            }
+          : {}),
         tokens: [],
         logprobs: [],
         top: [],
@@ -705,6 +731,21 @@ export class GenerationEngine {
     if (staying.length !== members.length) this.repack(staying);
   }
 
+  /**
+   * A draw from the (adjusted) distribution restricted to the tokens `json` allows: the
+   * unrestricted draw when it is allowed (the usual case, and one vocabulary pass cheaper), else
+   * a draw from the masked row, which together give exactly the renormalised restriction.
+   * Undefined when no token is allowed.
+   */
+  private constrainedDraw(seq: Sequence, json: JsonConstraint, logits: Float32Array): number | undefined {
+    const row = seq.adjust ? adjustLogits(logits, seq.adjust, seq.tokens) : logits;
+    const first = sample(row, seq.params, seq.random).tokenId;
+    if (json.allows(first)) return first;
+    const masked = json.mask(row);
+    if (!masked.some((x) => x > Number.NEGATIVE_INFINITY)) return undefined;
+    return sample(masked, seq.params, seq.random).tokenId;
+  }
+
   /** Samples the next token; true when the sequence has finished (and was resolved). */
   private accept(seq: Sequence, logits: Float32Array): boolean {
     if (seq.request.signal?.aborted) {
@@ -717,7 +758,21 @@ export class GenerationEngine {
     // (unless adjusted) and top_logprobs all read it.
     const logp = logSoftmax(logits, seq.params.temperature);
     let picked: Sampled;
-    if (seq.adjust) {
+    if (seq.json) {
+      const chosen = this.constrainedDraw(seq, seq.json, logits);
+      if (chosen === undefined) {
+        seq.own = undefined;
+        seq.reject(
+          new ConfigError(
+            `response_format json_object: no token of the vocabulary continues the JSON after ${seq.tokens.length} tokens`,
+            { fields: { param: 'response_format' } },
+          ),
+        );
+        return true;
+      }
+      picked = { tokenId: chosen, logprob: logp[chosen] };
+      seq.json.advance(chosen);
+    } else if (seq.adjust) {
       const chosen = sample(adjustLogits(logits, seq.adjust, seq.tokens), seq.params, seq.random);
       // Recorded under the model's own distribution: the trainer cannot recompute the adjustment.
       picked = { tokenId: chosen.tokenId, logprob: logp[chosen.tokenId] };
@@ -745,6 +800,7 @@ export class GenerationEngine {
         finish = 'stop';
       }
     }
+    if (!finish && seq.json?.done) finish = 'stop';
     if (!finish && seq.tokens.length >= seq.request.maxTokens) finish = 'length';
     if (!finish) return false;
     text ??= this.options.detokenize?.(seq.tokens);

@@ -215,6 +215,8 @@ export class RolloutModel extends ModelCodec implements ChatModel {
     let engine: GenerationEngine | undefined;
     const observer = options.registry ? rolloutMetrics(options.registry, () => engine) : undefined;
     const tokenizer = model.tokenizer;
+    // Built on the first json_object request: every token's bytes, read once per step and token.
+    let byteTable: Uint8Array[] | undefined;
     engine = new GenerationEngine(decoder, {
       eosTokenIds: model.eosTokenIds,
       maxContext: model.config.max_position_embeddings,
@@ -223,6 +225,10 @@ export class RolloutModel extends ModelCodec implements ChatModel {
       maxQueue: options.maxQueue,
       swapMode: options.swapMode,
       detokenize: (ids) => tokenizer.decode(ids, { skipSpecialTokens: true }),
+      tokenBytes: (id) => {
+        byteTable ??= tokenByteTable(tokenizer, model.dims.vocab);
+        return byteTable[id] ?? EMPTY_BYTES;
+      },
       observer,
       // The serving session copied its weights when it was created, so the buffer is
       // rewritten at once; the new session starts serving when the engine swaps.
@@ -290,4 +296,10 @@ export class RolloutModel extends ModelCodec implements ChatModel {
   close(): Promise<void> {
     return this.engine.close();
   }
+}
+
+const EMPTY_BYTES = new Uint8Array(0);
+
+function tokenByteTable(tokenizer: { tokenBytes(id: number): number[] }, vocab: number): Uint8Array[] {
+  return Array.from({ length: vocab }, (_, id) => Uint8Array.from(tokenizer.tokenBytes(id)));
 }
