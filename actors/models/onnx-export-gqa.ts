@@ -40,15 +40,14 @@ import {
   type Ctx,
   type DecoderExportOptions,
   type DecoderGraph,
+  decoderModel,
   GraphBuilder,
   linear,
   mlp,
-  ONNX_IR_VERSION,
-  ONNX_OPSET,
   ropeTableData,
   type WeightDtype,
 } from './onnx-export.js';
-import { attr, DataType, type OnnxModel, type OnnxValueInfo, valueInfo } from './onnx-proto.js';
+import { attr, DataType, type OnnxValueInfo, valueInfo } from './onnx-proto.js';
 import { layerPrefix } from './weight-names.js';
 
 const MS = 'com.microsoft';
@@ -266,33 +265,13 @@ export function buildGqaDecoderGraph(
     g.within('lm_head', () => g.opTo('logits', 'MatMul', [kept, head]));
   });
 
-  const { inputs, outputs } = gqaGraphIo(d.layers, d.kvHeads, d.headDim, d.vocab);
-  const model: OnnxModel = {
-    ir_version: ONNX_IR_VERSION,
-    opset_import: [
-      { domain: '', version: ONNX_OPSET },
-      { domain: MS, version: 1 },
-    ],
-    producer_name: 'clawray',
-    producer_version: opts.producerVersion ?? '0.1.0',
-    doc_string: `${config.model_type} decoder with GroupQueryAttention and a shared past/present key/value buffer`,
-    graph: {
-      name: opts.graphName ?? config.model_type,
-      node: g.nodes,
-      initializer: g.initializers,
-      input: inputs,
-      output: outputs,
-    },
-    metadata_props: [
-      { key: 'clawray.kind', value: 'decoder-kv' },
-      { key: 'clawray.weight_dtype', value: dtype },
-      { key: 'clawray.attention', value: 'gqa' },
-      { key: 'model_type', value: config.model_type },
-      { key: 'num_hidden_layers', value: String(d.layers) },
-      { key: 'num_key_value_heads', value: String(d.kvHeads) },
-      { key: 'head_dim', value: String(d.headDim) },
-      { key: 'max_positions', value: String(maxPositions) },
-    ],
-  };
-  return { model, layout: { dtype, entries: g.entries, tables: g.tables, bytes: g.dataBytes } };
+  return decoderModel(g, gqaGraphIo(d.layers, d.kvHeads, d.headDim, d.vocab), {
+    config,
+    maxPositions,
+    dtype,
+    opts,
+    attention: 'gqa',
+    doc: 'decoder with GroupQueryAttention and a shared past/present key/value buffer',
+    opsets: [{ domain: MS, version: 1 }],
+  });
 }

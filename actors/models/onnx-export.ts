@@ -611,32 +611,60 @@ export function buildDecoderGraph(config: ModelConfig, opts: DecoderExportOption
     g.within('lm_head', () => g.opTo('logits', 'MatMul', [final, head]));
   });
 
-  const { inputs, outputs } = graphIo(d);
+  return decoderModel(g, graphIo(d), {
+    config,
+    maxPositions,
+    dtype,
+    opts,
+    attention: 'standard',
+    doc: 'decoder with key/value cache (optimum input/output names)',
+  });
+}
+
+/**
+ * The model around a built decoder graph, with the metadata that tells clawray's loader what it
+ * holds (kind, weight dtype, attention graph, shape); both attention graphs share it.
+ */
+export function decoderModel(
+  g: GraphBuilder,
+  io: { inputs: OnnxValueInfo[]; outputs: OnnxValueInfo[] },
+  o: {
+    config: ModelConfig;
+    maxPositions: number;
+    dtype: WeightDtype;
+    opts: DecoderExportOptions;
+    attention: DecoderAttention;
+    doc: string;
+    /** Operator sets besides the default one (contrib ops' com.microsoft). */
+    opsets?: { domain: string; version: number }[];
+  },
+): DecoderGraph {
+  const d = dimsOf(o.config);
   const model: OnnxModel = {
     ir_version: ONNX_IR_VERSION,
-    opset_import: [{ domain: '', version: ONNX_OPSET }],
+    opset_import: [{ domain: '', version: ONNX_OPSET }, ...(o.opsets ?? [])],
     producer_name: 'clawray',
-    producer_version: opts.producerVersion ?? '0.1.0',
-    doc_string: `${config.model_type} decoder with key/value cache (optimum input/output names)`,
+    producer_version: o.opts.producerVersion ?? '0.1.0',
+    doc_string: `${o.config.model_type} ${o.doc}`,
     graph: {
-      name: opts.graphName ?? config.model_type,
+      name: o.opts.graphName ?? o.config.model_type,
       node: g.nodes,
       initializer: g.initializers,
-      input: inputs,
-      output: outputs,
+      input: io.inputs,
+      output: io.outputs,
     },
     metadata_props: [
       { key: 'clawray.kind', value: 'decoder-kv' },
-      { key: 'clawray.weight_dtype', value: dtype },
-      { key: 'clawray.attention', value: 'standard' },
-      { key: 'model_type', value: config.model_type },
+      { key: 'clawray.weight_dtype', value: o.dtype },
+      { key: 'clawray.attention', value: o.attention },
+      { key: 'model_type', value: o.config.model_type },
       { key: 'num_hidden_layers', value: String(d.layers) },
       { key: 'num_key_value_heads', value: String(d.kvHeads) },
       { key: 'head_dim', value: String(d.headDim) },
-      { key: 'max_positions', value: String(maxPositions) },
+      { key: 'max_positions', value: String(o.maxPositions) },
     ],
   };
-  return { model, layout: { dtype, entries: g.entries, tables: g.tables, bytes: g.dataBytes } };
+  return { model, layout: { dtype: o.dtype, entries: g.entries, tables: g.tables, bytes: g.dataBytes } };
 }
 
 function externalRef(offset: number, bytes: number): OnnxStringEntry[] {
