@@ -204,6 +204,10 @@ describe('clawray job submit MANIFEST (the RL pipeline on a cluster of real proc
     const stoppedAt = Number(/"status":"stopped","steps":(\d+)/.exec(logs)![1]);
     expect(stoppedAt).toBeGreaterThanOrEqual(2);
     expect(logs).toMatch(new RegExp(`checkpoint at step ${stoppedAt}`));
+    // Checkpointed every step: the end writes the driver state, not the same weights again.
+    expect(logs).toMatch(
+      new RegExp(`checkpoint at step ${stoppedAt}: \\S+ \\(weights unchanged; driver state saved\\)`),
+    );
 
     const resumed = clawray([
       'job',

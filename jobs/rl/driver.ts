@@ -125,6 +125,8 @@ export class RLDriver {
   private step = 0;
   private warmupDone = 0;
   private lastCheckpointStep: number | null = null;
+  /** Where this run last saved the trainer's weights (null until it has). */
+  private lastCheckpointPath: string | null = null;
   private readonly history: StepRecord[] = [];
   private readonly evals: EvalRecord[] = [];
   private startedAt = performance.now();
@@ -723,7 +725,11 @@ export class RLDriver {
    * what it commits → mark trained → ack.
    */
   private async checkpoint(trainers: TrainerGroup, ledger: TrajectoryLedger): Promise<void> {
-    const path = await trainers.saveCheckpoint(this.step);
+    // The end of a job whose last step was just checkpointed: the weights and optimizer state
+    // on disk are current, so only the driver state (evals, ledger) is written again.
+    const unchanged = this.lastCheckpointPath !== null && this.lastCheckpointStep === trainers.version;
+    const path = unchanged ? this.lastCheckpointPath! : await trainers.saveCheckpoint(this.step);
+    this.lastCheckpointPath = path;
     const ledgerState = ledger.prepareCommit();
     this.state.save({
       format: 'clawray-driver-state',
@@ -740,7 +746,9 @@ export class RLDriver {
     this.lastCheckpointStep = trainers.version;
     await ledger.finishCommit();
     this.setTrajectoryMetrics(await ledger.counts());
-    this.o.log(`checkpoint at step ${this.step}: ${path}`);
+    this.o.log(
+      `checkpoint at step ${this.step}: ${path}${unchanged ? ' (weights unchanged; driver state saved)' : ''}`,
+    );
   }
 
   private maybeCheckpoint(trainers: TrainerGroup, ledger: TrajectoryLedger): Promise<void> {
