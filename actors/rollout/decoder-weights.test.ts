@@ -102,7 +102,7 @@ describe('DecoderWeights updates', () => {
         ],
         ['model.embed_tokens.weight', scaled(w.get('model.embed_tokens.weight')!, 2)],
       ]);
-      const applied = store.apply(update);
+      const applied = await store.apply(update);
       expect(applied.tensors.sort()).toEqual([...update.keys()].sort());
       const merged: WeightMap = new Map([...w, ...update]);
       expect(maxAbsDiff(await logits(store), await logits(exportDecoderOnnx(config, merged)))).toBe(0);
@@ -130,30 +130,32 @@ describe('DecoderWeights updates', () => {
     }
   });
 
-  it('refuses unknown tensors, wrong sizes and adapters without a scale, and changes nothing then', () => {
+  it('refuses unknown tensors, wrong sizes and adapters without a scale, and changes nothing then', async () => {
     const w = randomWeights(d, 4);
     const store = storeOf(TINY, w);
     const before = Uint8Array.from(store.data);
     const good = scaled(w.get('model.norm.weight')!, 2);
-    expect(() =>
+    await expect(
       store.apply(
         new Map([
           ['model.norm.weight', good],
           ['nope', new Float32Array(1)],
         ]),
       ),
-    ).toThrow(/unknown tensor nope/);
-    expect(() => store.apply(new Map([['model.norm.weight', new Float32Array(3)]]))).toThrow(ConfigError);
+    ).rejects.toThrow(/unknown tensor nope/);
+    await expect(store.apply(new Map([['model.norm.weight', new Float32Array(3)]]))).rejects.toThrow(
+      ConfigError,
+    );
     const A = new Float32Array(2 * d.hidden);
     const B = new Float32Array(d.heads * d.headDim * 2);
     const adapters = new Map([
       ['model.layers.0.self_attn.q_proj.lora_A.weight', A],
       ['model.layers.0.self_attn.q_proj.lora_B.weight', B],
     ]);
-    expect(() => store.apply(adapters)).toThrow(/without their scale/);
-    expect(() => store.apply(new Map([['model.layers.0.self_attn.q_proj.lora_A.weight', A]]), 1)).toThrow(
-      /lacks its lora_B/,
-    );
+    await expect(store.apply(adapters)).rejects.toThrow(/without their scale/);
+    await expect(
+      store.apply(new Map([['model.layers.0.self_attn.q_proj.lora_A.weight', A]]), 1),
+    ).rejects.toThrow(/lacks its lora_B/);
     expect(Buffer.from(store.data).equals(Buffer.from(before))).toBe(true);
   });
 
@@ -190,9 +192,9 @@ describe('DecoderWeights updates', () => {
     for (const seed of [1, 2, 3]) {
       const set = adapterSet(seed);
       const sent = asTensors(set);
-      const applied = delta.apply(sent, scale);
+      const applied = await delta.apply(sent, scale);
       expect(applied.tensors.sort()).toEqual([...targets].sort());
-      full.apply(mergedFull(set));
+      await full.apply(mergedFull(set));
       // Exactly the same bytes: the engine's merge is the trainer's merge.
       expect(Buffer.from(delta.data).equals(Buffer.from(full.data))).toBe(true);
       let sentBytes = 0;
@@ -204,9 +206,9 @@ describe('DecoderWeights updates', () => {
     expect(maxAbsDiff(await logits(delta), await logits(full))).toBe(0);
     // A full update of an adapted tensor becomes its new base.
     const newBase = scaled(w.get(targets[0])!, 2);
-    delta.apply(new Map([[targets[0], newBase]]));
+    await delta.apply(new Map([[targets[0], newBase]]));
     const set = adapterSet(9);
-    delta.apply(asTensors(set), scale);
+    await delta.apply(asTensors(set), scale);
     const { A, B } = set.get(targets[0])!;
     expect(maxAbsDiff(delta.read(targets[0]), mergeLora(newBase, A, B, scale))).toBe(0);
   });

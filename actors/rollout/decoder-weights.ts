@@ -11,7 +11,9 @@
  * tensor the first time an adapter reaches it, so successive (cumulative) adapters never
  * compound. A full update of a tensor replaces its base.
  */
+
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { setImmediate } from 'node:timers/promises';
 import { ConfigError } from '../../common/errors.js';
 import { mergeLora, parseLoraName } from '../models/lora-merge.js';
 import { dims as dimsOf, type ModelConfig } from '../models/model-config.js';
@@ -166,9 +168,11 @@ export class DecoderWeights {
   /**
    * Writes an update: Hugging Face tensors replace those weights; `<module>.lora_A|B.weight`
    * pairs (with `loraScale`) set `<module>.weight` = base + scale·B·A. Everything is checked
-   * before the first byte is written, so a refused update changes nothing.
+   * before the first byte is written, so a refused update changes nothing. It yields to the
+   * event loop after each tensor: a full 0.6B update converts 2.4 GB and a LoRA one merges
+   * 440 M weights, seconds during which the engine keeps decoding on its current session.
    */
-  apply(tensors: ReadonlyMap<string, Float32Array>, loraScale?: number): AppliedUpdate {
+  async apply(tensors: ReadonlyMap<string, Float32Array>, loraScale?: number): Promise<AppliedUpdate> {
     const full = new Map<string, Float32Array>();
     const adapters = new Map<string, { A?: Float32Array; B?: Float32Array }>();
     for (const [name, values] of tensors) {
@@ -247,6 +251,7 @@ export class DecoderWeights {
     for (const [name, values] of full) {
       write(name, values);
       this.loraBase.delete(name);
+      await setImmediate();
     }
     for (const m of merges) {
       let base = this.loraBase.get(m.target);
@@ -255,6 +260,7 @@ export class DecoderWeights {
         this.loraBase.set(m.target, base);
       }
       write(m.target, mergeLora(base, m.A, m.B, loraScale!, m));
+      await setImmediate();
     }
     return { tensors: [...full.keys(), ...merges.map((m) => m.target)], bytesWritten };
   }

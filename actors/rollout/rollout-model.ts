@@ -235,7 +235,7 @@ export class RolloutModel extends ModelCodec implements ChatModel {
       reload: async (tensors) => {
         if (!weights)
           throw new ConfigError(`updateWeights: ${source.refusal}`, { fields: { file: source.file } });
-        weights.apply(tensors, rollout.loraScales.get(tensors));
+        await weights.apply(tensors, rollout.loraScales.get(tensors));
         return OnnxDecoder.load({ graph: weights.graph, data: weights.data }, layout, {
           ...loadOptions,
           provider: decoder.provider,
