@@ -10,6 +10,7 @@ import { ConfigError } from '../../common/errors.js';
 import { dims, type ModelConfig, modelConfigSchema } from './model-config.js';
 import { Prng } from './model-init.js';
 import { exportDecoderOnnx, ropeTableData } from './onnx-export.js';
+import { ROPE_SCALINGS } from './rope-cases.test-support.js';
 import { selectBackend } from './tfjs-backend.js';
 import { TfjsDecoder } from './tfjs-decoder.js';
 import { layerPrefix, type WeightMap, weightSpecs } from './weight-names.js';
@@ -229,38 +230,6 @@ function weightsFor(config: ModelConfig, seed: number): WeightMap {
   return out;
 }
 
-const CASES: Array<[string, 'qwen3' | 'llama', Scaling]> = [
-  ['default', 'qwen3', null],
-  ['linear', 'llama', { rope_type: 'linear', factor: 2 }],
-  // The legacy `type` spelling is read the same way.
-  ['dynamic', 'qwen3', { type: 'dynamic', factor: 3 }],
-  [
-    'llama3',
-    'llama',
-    {
-      rope_type: 'llama3',
-      factor: 8,
-      low_freq_factor: 1,
-      high_freq_factor: 4,
-      original_max_position_embeddings: 256,
-    },
-  ],
-  ['yarn', 'qwen3', { rope_type: 'yarn', factor: 4, original_max_position_embeddings: 64 }],
-  [
-    'yarn (mscale, untruncated, betas)',
-    'llama',
-    {
-      rope_type: 'yarn',
-      factor: 8,
-      mscale: 0.9,
-      mscale_all_dim: 0.5,
-      beta_fast: 16,
-      beta_slow: 2,
-      truncate: false,
-    },
-  ],
-];
-
 /** Positions past where each scaling leaves frequencies alone, and a second, shifted row. */
 const IDS = [
   [3, 17, 42, 8, 8, 29, 1],
@@ -287,7 +256,7 @@ describe('RoPE scaling: logits parity with a float64 reference (TF.js and ONNX)'
     console.log(`rope parity max |Δlogits|: ${JSON.stringify(measured)}`);
   });
 
-  it.each(CASES)('%s', async (name, modelType, scaling) => {
+  it.each(ROPE_SCALINGS)('%s', async (name, modelType, scaling) => {
     const raw = smallConfig(modelType, scaling);
     const config = modelConfigSchema.parse(raw);
     const d = dims(config);

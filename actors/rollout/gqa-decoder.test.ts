@@ -10,6 +10,7 @@ import { dims, type ModelConfig, modelConfigSchema } from '../models/model-confi
 import { Prng } from '../models/model-init.js';
 import { exportDecoderExternal, exportDecoderOnnx } from '../models/onnx-export.js';
 import { gqaUnsupported } from '../models/onnx-export-gqa.js';
+import { ROPE_SCALINGS } from '../models/rope-cases.test-support.js';
 import { type WeightMap, weightSpecs } from '../models/weight-names.js';
 import { KvSlots } from './kv-batch.js';
 import { OnnxDecoder } from './onnx-decoder.js';
@@ -216,26 +217,8 @@ describe('GQA decoder graph vs the standard graph', () => {
   }
 });
 
-const SCALINGS: Array<[string, 'qwen3' | 'llama', Record<string, unknown> | null]> = [
-  ['default', 'qwen3', null],
-  ['linear', 'llama', { rope_type: 'linear', factor: 2 }],
-  ['dynamic', 'qwen3', { type: 'dynamic', factor: 3 }],
-  [
-    'llama3',
-    'llama',
-    {
-      rope_type: 'llama3',
-      factor: 8,
-      low_freq_factor: 1,
-      high_freq_factor: 4,
-      original_max_position_embeddings: 256,
-    },
-  ],
-  ['yarn', 'qwen3', { rope_type: 'yarn', factor: 4, original_max_position_embeddings: 64 }],
-];
-
 describe('GQA decoder graph: every RoPE scaling, far into the context', () => {
-  it.each(SCALINGS)('%s', async (_name, modelType, scaling) => {
+  it.each(ROPE_SCALINGS)('%s', async (_name, modelType, scaling) => {
     const config = modelConfigSchema.parse({
       model_type: modelType,
       vocab_size: 48,
