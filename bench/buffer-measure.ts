@@ -103,10 +103,18 @@ async function child(kind: BufferKind, url: string): Promise<Measured> {
   const warm = open('warm-up');
   await measure(warm, `${kind}-warm`, RECORDS / 10);
   await warm.destroy();
-  const buffer = open('bench');
-  const result = await measure(buffer, kind);
-  await buffer.destroy();
-  return result;
+  // The better of two runs, as for the redis-benchmark baseline: one run is ~0.2 s, short
+  // enough for a collection of the bench's own 100 MB of input records to land in it or not.
+  const runs: Measured[] = [];
+  for (const run of ['bench-1', 'bench-2']) {
+    const buffer = open(run);
+    runs.push(await measure(buffer, `${kind}-${run}`));
+    await buffer.destroy();
+  }
+  return {
+    appendsPerSec: Math.max(...runs.map((r) => r.appendsPerSec)),
+    readAcksPerSec: Math.max(...runs.map((r) => r.readAcksPerSec)),
+  };
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

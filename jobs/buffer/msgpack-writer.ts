@@ -5,10 +5,7 @@
  * entries stay plain msgpack that any reader decodes; a value of a kind this writer does not
  * handle itself (a Date, a Map, a typed array, a bigint...) is packed by msgpackr and copied in.
  */
-import { endianness } from 'node:os';
 import { Packr } from 'msgpackr';
-
-const BIG_ENDIAN = endianness() === 'BE';
 
 // Plain msgpack (no record extension), so any msgpack reader can decode an entry.
 export const packr = new Packr({ useRecords: false });
@@ -16,9 +13,13 @@ export const packr = new Packr({ useRecords: false });
 export class MsgpackWriter {
   buf: Buffer;
   pos = 0;
+  /** Over `buf`, for the number arrays: typed writes at any offset, little-endian on any host. */
+  private view: DataView;
 
-  constructor(bytes: number) {
-    this.buf = Buffer.allocUnsafe(bytes);
+  /** Writes into `buffer` (from its start) when given one, else into a new one of `bytes`. */
+  constructor(bytes: number, buffer?: Buffer) {
+    this.buf = buffer ?? Buffer.allocUnsafe(bytes);
+    this.view = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.byteLength);
   }
 
   reserve(bytes: number): void {
@@ -26,6 +27,7 @@ export class MsgpackWriter {
     const bigger = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + bytes));
     this.buf.copy(bigger, 0, 0, this.pos);
     this.buf = bigger;
+    this.view = new DataView(bigger.buffer, bigger.byteOffset, bigger.byteLength);
   }
 
   /** A map header for `size` entries, always map16 as msgpackr writes it. */
@@ -43,8 +45,40 @@ export class MsgpackWriter {
     this.pos += bytes.length;
   }
 
-  /** `key` (encoded bytes) then the first `bytes` bytes of `values` as a msgpack bin, little-endian. */
-  bin(key: Uint8Array, values: Uint32Array | Float64Array, bytes: number, width: 4 | 8): void {
+  /**
+   * `key` (encoded bytes) then `values` as a msgpack bin of little-endian uint32s. Returns false,
+   * having written part of it, if a value is not an integer in [0, 2^32).
+   */
+  uint32Bin(key: Uint8Array, values: readonly unknown[]): boolean {
+    const n = values.length;
+    const p = this.binHeader(key, 4 * n);
+    const view = this.view;
+    for (let i = 0; i < n; i++) {
+      const x = values[i];
+      // True exactly for the integers in [0, 2^32)
+      if ((x as number) >>> 0 !== x) return false;
+      view.setUint32(p + 4 * i, x as number, true);
+    }
+    this.pos = p + 4 * n;
+    return true;
+  }
+
+  /** As `uint32Bin`, for float64s; false if a value is not a finite number. */
+  float64Bin(key: Uint8Array, values: readonly unknown[]): boolean {
+    const n = values.length;
+    const p = this.binHeader(key, 8 * n);
+    const view = this.view;
+    for (let i = 0; i < n; i++) {
+      const x = values[i];
+      if (typeof x !== 'number' || x - x !== 0) return false; // NaN and ±Infinity give NaN
+      view.setFloat64(p + 8 * i, x, true);
+    }
+    this.pos = p + 8 * n;
+    return true;
+  }
+
+  /** Writes `key` and a bin header for `bytes` bytes, reserving them; returns where they go. */
+  private binHeader(key: Uint8Array, bytes: number): number {
     this.reserve(key.length + 5 + bytes);
     const b = this.buf;
     b.set(key, this.pos);
@@ -61,13 +95,7 @@ export class MsgpackWriter {
       b.writeUInt32BE(bytes, p);
       p += 4;
     }
-    b.set(new Uint8Array(values.buffer, values.byteOffset, bytes), p);
-    if (BIG_ENDIAN) {
-      const view = b.subarray(p, p + bytes);
-      if (width === 8) view.swap64();
-      else view.swap32();
-    }
-    this.pos = p + bytes;
+    return p;
   }
 
   value(x: unknown): void {

@@ -50,6 +50,21 @@ describe('payloadsHset', () => {
     expect(hset.trajectoryIds).toEqual(records.map((r) => r.trajectoryId));
   });
 
+  it('writes into a reused buffer the same bytes as into a fresh one, and grows past it', () => {
+    const records = [sized(300), sized(2000), sized(1)];
+    const fresh = Buffer.from(payloadsHset('k', 'p:', records).command.toWritable());
+    const dirty = Buffer.alloc(1 << 16, 0xff);
+    const reused = payloadsHset('k', 'p:', records, dirty);
+    expect(reused.buffer).toBe(dirty);
+    expect(reused.command.toWritable().equals(fresh)).toBe(true);
+    // A buffer too small for the estimate is not used; one that fills up mid-batch is replaced.
+    expect(payloadsHset('k', 'p:', records, Buffer.alloc(16)).buffer.length).toBeGreaterThan(16);
+    const big = [sized(20_000), sized(20_000)];
+    const grown = payloadsHset('k', 'p:', big, dirty);
+    expect(grown.buffer).not.toBe(dirty);
+    expect(parseCommand(grown.command.toWritable())[3].equals(encodeRecord(big[0]).bytes)).toBe(true);
+  });
+
   it('writes non-ASCII keys by their UTF-8 length', () => {
     const args = parseCommand(payloadsHset('clé:ü', 'ж:', [makeRecord()]).command.toWritable());
     expect(args[1].toString()).toBe('clé:ü');

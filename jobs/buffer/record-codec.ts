@@ -22,7 +22,6 @@ export const PAYLOAD_FIELD = 'p';
 export const RECORD_FIELD = 'm';
 export const LEGACY_JSON_FIELD = 'record';
 
-const MAX_TOKEN_ID = 0xffff_ffff;
 const BIG_ENDIAN = endianness() === 'BE';
 
 const unpackr = new Unpackr({ useRecords: false });
@@ -52,10 +51,6 @@ export function encodeRecord(value: unknown): EncodedRecord {
   return encodeRecords([value])[0];
 }
 
-// Reused scratch arrays: values are checked while copied in, then copied out as bytes.
-let f64 = new Float64Array(1024);
-let u32 = new Uint32Array(1024);
-
 // Keys of the three arrays, as msgpack fixstr bytes.
 const KEY_PROMPT = Buffer.from(packr.pack('promptTokenIds'));
 const KEY_TOKENS = Buffer.from(packr.pack('tokenIds'));
@@ -75,22 +70,15 @@ export function writeRecord(out: MsgpackWriter, value: unknown): string {
   if (logprobs.length !== tokenIds.length) return fail(value);
   const rest = parseRecordRest(v) as Record<string, unknown> | undefined;
   if (rest === undefined) return fail(value);
-  const np = promptTokenIds.length;
-  const nt = tokenIds.length;
-  if (np > u32.length || nt > u32.length) u32 = new Uint32Array(Math.max(np, nt) * 2);
-  if (nt > f64.length) f64 = new Float64Array(nt * 2);
   const keys = Object.keys(rest);
   out.mapHeader(keys.length + 3);
   for (const key of keys) {
     out.value(key);
     out.value(rest[key]);
   }
-  if (!fillUint32(u32, promptTokenIds)) return fail(value, 'promptTokenIds');
-  out.bin(KEY_PROMPT, u32, 4 * np, 4);
-  if (!fillUint32(u32, tokenIds)) return fail(value, 'tokenIds');
-  out.bin(KEY_TOKENS, u32, 4 * nt, 4);
-  if (!fillFloat64(f64, logprobs)) return fail(value);
-  out.bin(KEY_LOGPROBS, f64, 8 * nt, 8);
+  if (!out.uint32Bin(KEY_PROMPT, promptTokenIds)) return fail(value, 'promptTokenIds');
+  if (!out.uint32Bin(KEY_TOKENS, tokenIds)) return fail(value, 'tokenIds');
+  if (!out.float64Bin(KEY_LOGPROBS, logprobs)) return fail(value);
   return rest.trajectoryId as string;
 }
 
@@ -130,24 +118,6 @@ function fail(value: unknown, tokenField?: string): never {
     `invalid trajectory record ${JSON.stringify(tid)}: ${tokenField ?? 'tokenIds'}: token ids must be below 2^32`,
     { fields: { field: tokenField ?? 'tokenIds', trajectoryId: typeof tid === 'string' ? tid : undefined } },
   );
-}
-
-function fillUint32(dst: Uint32Array, src: readonly unknown[]): boolean {
-  for (let i = 0; i < src.length; i++) {
-    const x = src[i];
-    if (!Number.isInteger(x) || (x as number) < 0 || (x as number) > MAX_TOKEN_ID) return false;
-    dst[i] = x as number;
-  }
-  return true;
-}
-
-function fillFloat64(dst: Float64Array, src: readonly unknown[]): boolean {
-  for (let i = 0; i < src.length; i++) {
-    const x = src[i];
-    if (typeof x !== 'number' || !Number.isFinite(x)) return false;
-    dst[i] = x;
-  }
-  return true;
 }
 
 /** Copies the bytes out (the view may be unaligned and shares the reply buffer), then to numbers. */

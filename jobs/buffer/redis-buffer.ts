@@ -48,6 +48,8 @@ import {
  */
 const APPEND_CHUNK = 256;
 const ACK_CHUNK = 1000;
+/** Encoding buffers kept for reuse: as many as batches usually are in flight at once. */
+const SPARE_BUFFERS = 8;
 
 type Bulk = Buffer;
 type StreamEntry = [id: Bulk, fields: Bulk[] | null];
@@ -106,6 +108,8 @@ export class RedisTrajectoryBuffer implements TrajectoryBuffer {
   private readonly idleBlockers: Redis[] = [];
   private readonly busyBlockers = new Set<Redis>();
   private readonly groups = new Set<string>();
+  /** Buffers of sent appends, for the next ones (see payloads-hset.ts). */
+  private readonly spareBuffers: Buffer[] = [];
   private readonly maxLen: number;
   private readonly maxDeliveries: number;
   private closed = false;
@@ -144,7 +148,7 @@ export class RedisTrajectoryBuffer implements TrajectoryBuffer {
       // original's: this handle's random prefix and a call counter; the script builds the same keys.
       const prefix = `${this.payloadPrefix}${(this.appendCalls++).toString(36)}:`;
       const batch = records.slice(start, start + APPEND_CHUNK);
-      chunks.push([prefix, payloadsHset(payloads, prefix, batch)]);
+      chunks.push([prefix, payloadsHset(payloads, prefix, batch, this.spareBuffers.pop())]);
     }
     // Sent back to back on the connection: the chunks are pipelined, not awaited one by one.
     const ids = await Promise.all(
@@ -163,6 +167,8 @@ export class RedisTrajectoryBuffer implements TrajectoryBuffer {
     if (replies === null)
       throw new UnavailableError(`trajectory buffer ${stream}: append transaction aborted`);
     for (const [err] of replies) if (err) throw err;
+    // Redis has read every byte of the command: its buffer can carry the next batch.
+    if (this.spareBuffers.length < SPARE_BUFFERS) this.spareBuffers.push(hset.buffer);
     return replies[1][1] as string[];
   }
 
