@@ -199,6 +199,8 @@ function describe(job: JobView): string {
   if (job.attempt > 1 || job.maxRetries > 0)
     lines.push(`attempt:       ${job.attempt} of at most ${job.maxRetries + 1}`);
   if (job.workingDirHash) lines.push(`working dir:   ${job.workingDirHash}`);
+  // What the job's own process reported (an RL driver: phase, step, what its actors run on).
+  for (const [key, value] of Object.entries(job.info)) lines.push(`${`${key}:`.padEnd(15)}${value}`);
   return lines.join('\n');
 }
 
@@ -211,6 +213,7 @@ function summary(job: JobView): string {
     startedAtMs: job.startedAtMs ?? null,
     endedAtMs: job.endedAtMs ?? null,
     attempt: job.attempt,
+    info: job.info,
   });
 }
 

@@ -23,12 +23,16 @@ import { connect } from '../index.js';
 import { openJobBuffer } from '../jobs/buffer/open-job-buffer.js';
 import { loadManifest } from '../jobs/manifest/load.js';
 import { RLDriver, type RLJobSummary } from '../jobs/rl/driver.js';
+import { reportProgress } from '../jobs/rl/progress-report.js';
 import { TrainerStateLostError } from '../jobs/rl/trainer-group.js';
+import { JobsClient } from '../jobs/supervisor/jobs-client.js';
 import { EXIT_USAGE, exitOnError } from './cli-errors.js';
 import { int } from './cli-parse.js';
 
 /** How often a driver inside a job refreshes its metrics file. */
 const METRICS_FILE_MS = 5000;
+/** How often the driver's progress is checked for a change to report to the head. */
+const PROGRESS_REPORT_MS = 2000;
 
 interface RunFlags {
   set: string[];
@@ -122,6 +126,15 @@ async function runRljob(file: string, flags: RunFlags): Promise<number> {
     log,
     registry,
   });
+  // Inside a job: the head shows the driver's phase, step and runtime in `job status`.
+  const jobs = process.env.CLAWRAY_JOB_ID ? new JobsClient(cluster.address, cluster.token) : undefined;
+  const progress = jobs
+    ? reportProgress(
+        () => driver.progress(),
+        (info) => jobs.reportInfo(submissionId, attempt, info),
+        PROGRESS_REPORT_MS,
+      )
+    : undefined;
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals) => {
     if (++signals > 1) process.exit(130);
@@ -147,6 +160,8 @@ async function runRljob(file: string, flags: RunFlags): Promise<number> {
     if (code !== EXIT_RESTART) await Promise.all([buffers.rollouts.destroy(), buffers.judged.destroy()]);
   } finally {
     clearInterval(metricsTimer);
+    await progress?.stop();
+    jobs?.close();
     await writeMetrics().catch(() => {});
     await Promise.allSettled([buffers.rollouts.close(), buffers.judged.close()]);
     await metrics?.close();

@@ -32,6 +32,7 @@ import type { Logger } from '../common/logger.js';
 import { distEntry } from '../common/package-root.js';
 import type { JobInfo } from '../proto/generated/clawray/v1/JobInfo.js';
 import type { JobLogChunk } from '../proto/generated/clawray/v1/JobLogChunk.js';
+import type { ReportJobInfoRequest__Output } from '../proto/generated/clawray/v1/ReportJobInfoRequest.js';
 import type { StoreJobLogRequest__Output } from '../proto/generated/clawray/v1/StoreJobLogRequest.js';
 import type { SubmitJobRequest__Output } from '../proto/generated/clawray/v1/SubmitJobRequest.js';
 import type { UpdateJobRequest__Output } from '../proto/generated/clawray/v1/UpdateJobRequest.js';
@@ -69,7 +70,14 @@ export interface JobRecord {
   stopGraceMs?: number;
   /** A stop was asked for: a supervisor lost now ends the job STOPPED, not restarted. */
   stopRequested?: boolean;
+  /** What the job's process reported about itself (ReportJobInfo). */
+  info?: Record<string, string>;
 }
+
+/** Bounds of a job's reported info: it is shown by `job status` and kept in the store. */
+export const MAX_JOB_INFO_KEYS = 32;
+export const MAX_JOB_INFO_VALUE_CHARS = 1024;
+const INFO_KEY = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/;
 
 const SUBMISSION_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
@@ -92,6 +100,7 @@ export function jobInfo(r: JobRecord): JobInfo {
     attempt: r.attempt ?? 1,
     maxRetries: r.maxRetries ?? 0,
     stopGraceMs: r.stopGraceMs ?? DEFAULT_STOP_GRACE_MS,
+    info: r.info ?? {},
   };
 }
 
@@ -236,6 +245,41 @@ export class JobManager {
         void this.release(r.submissionId).then(() => this.trimFinished());
       });
     }
+    return r;
+  }
+
+  /**
+   * Merges what the job's process reports about itself into its record (an empty value removes
+   * the key). A job that has ended, or a report from an attempt the head has replaced, changes
+   * nothing: the record keeps what the last live attempt said.
+   */
+  async reportInfo(req: ReportJobInfoRequest__Output): Promise<JobRecord> {
+    const r = this.get(req.submissionId);
+    if (isTerminal(r.status) || (req.attempt && req.attempt !== (r.attempt ?? 1))) return r;
+    const info = { ...r.info };
+    for (const [key, value] of Object.entries(req.info)) {
+      if (!INFO_KEY.test(key)) {
+        throw new ConfigError(
+          `job info key ${JSON.stringify(key)} must be 1-64 letters, digits, '_', '.' or '-', starting with a letter`,
+          { fields: { key } },
+        );
+      }
+      if (value.length > MAX_JOB_INFO_VALUE_CHARS) {
+        throw new ConfigError(
+          `job info ${key} is ${value.length} characters; at most ${MAX_JOB_INFO_VALUE_CHARS}`,
+          { fields: { key, chars: value.length } },
+        );
+      }
+      if (value === '') delete info[key];
+      else info[key] = value;
+    }
+    if (Object.keys(info).length > MAX_JOB_INFO_KEYS) {
+      throw new ConfigError(`job info holds at most ${MAX_JOB_INFO_KEYS} keys`, {
+        fields: { keys: Object.keys(info).length },
+      });
+    }
+    r.info = info;
+    await this.save(r);
     return r;
   }
 

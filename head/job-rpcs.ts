@@ -12,6 +12,7 @@ import type { GetJobLogsRequest__Output } from '../proto/generated/clawray/v1/Ge
 import type { JobRef__Output } from '../proto/generated/clawray/v1/JobRef.js';
 import type { PackageChunk, PackageChunk__Output } from '../proto/generated/clawray/v1/PackageChunk.js';
 import type { PackageRef, PackageRef__Output } from '../proto/generated/clawray/v1/PackageRef.js';
+import type { ReportJobInfoRequest__Output } from '../proto/generated/clawray/v1/ReportJobInfoRequest.js';
 import type { StoreJobLogRequest__Output } from '../proto/generated/clawray/v1/StoreJobLogRequest.js';
 import type { SubmitJobRequest__Output } from '../proto/generated/clawray/v1/SubmitJobRequest.js';
 import type { UpdateJobRequest__Output } from '../proto/generated/clawray/v1/UpdateJobRequest.js';
@@ -51,6 +52,9 @@ export function jobHandlers(
       return {};
     }),
     UpdateJob: h('UpdateJob', async (req: UpdateJobRequest__Output) => jobInfo(await jobs.update(req))),
+    ReportJobInfo: h('ReportJobInfo', async (req: ReportJobInfoRequest__Output) =>
+      jobInfo(await jobs.reportInfo(req)),
+    ),
     StoreJobLog: h('StoreJobLog', async (req: StoreJobLogRequest__Output) => {
       await jobs.storeLog(req);
       return {};

@@ -3,7 +3,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError } from '../common/errors.js';
 import { distEntry } from '../common/package-root.js';
+import { JobsClient } from '../jobs/supervisor/jobs-client.js';
 import { eventually, fixture, TestCluster } from './helpers/processes.js';
 
 describe('clawray job (entrypoint jobs on a cluster of real processes)', () => {
@@ -121,6 +123,25 @@ describe('clawray job (entrypoint jobs on a cluster of real processes)', () => {
     }, 15_000);
     expect(groupAlive(running.pid)).toBe(true);
 
+    // What the job's process reports about itself (as an RL driver does) shows in `job status`.
+    const jobs = new JobsClient(tc.head!.address, tc.token);
+    try {
+      await jobs.reportInfo('long-1', 1, { phase: 'training', step: '3/20' });
+      await jobs.reportInfo('long-1', 0, { step: '4/20', runtime: 'rollout onnxruntime/cpu' });
+      await jobs.reportInfo('long-1', 7, { step: 'from a replaced attempt' });
+      await jobs.reportInfo('long-1', 1, { phase: '' }); // an empty value removes the key
+      expect(status('long-1').info).toEqual({ step: '4/20', runtime: 'rollout onnxruntime/cpu' });
+      expect(clawray(['job', 'status', 'long-1']).stdout).toMatch(/\nstep: +4\/20\nruntime: +rollout/);
+      await expect(jobs.reportInfo('long-1', 1, { 'bad key': 'x' })).rejects.toThrow(
+        /job info key "bad key"/,
+      );
+      await expect(jobs.reportInfo('long-1', 1, { step: 'x'.repeat(1025) })).rejects.toBeInstanceOf(
+        ConfigError,
+      );
+    } finally {
+      jobs.close();
+    }
+
     const follow = spawn(
       process.execPath,
       [distEntry('cli/main'), 'job', 'logs', 'long-1', '-f', '--address', tc.head!.address],
@@ -144,6 +165,8 @@ describe('clawray job (entrypoint jobs on a cluster of real processes)', () => {
     expect(followed).toBe('started\n');
     // Killed members may linger a moment as zombies until their new parent reaps them.
     await eventually(() => !groupAlive(running.pid), 5000);
+    // An ended job keeps what its last attempt reported.
+    expect(status('long-1').info).toEqual({ step: '4/20', runtime: 'rollout onnxruntime/cpu' });
   });
 
   it('lists jobs as a table and as JSON, and deletes finished ones', () => {

@@ -107,6 +107,11 @@ describe('clawray job submit MANIFEST (the RL pipeline on a cluster of real proc
     expect(run.stdout).toMatch(
       /actors ready: 1 rollout engine\(s\), 1 trainer shard\(s\), 1 env pool\(s\), 1 judge voter\(s\)/,
     );
+    // The driver reported where it was to the head: `job status` shows it after the job, too.
+    const status = JSON.parse(clawray(['job', 'status', 'rl-async', '--json']).stdout);
+    expect(status.info).toMatchObject({ phase: 'done', step: '3/3' });
+    expect(status.info.runtime).toMatch(/^rollout onnxruntime\/cpu; trainer tfjs\/(wasm|cpu)$/);
+    expect(clawray(['job', 'status', 'rl-async']).stdout).toMatch(/\nruntime: +rollout onnxruntime\/cpu/);
   });
 
   it('trains at temperature 0.6 with TIS: the trainer scores as the engine sampled (logprobAbsDiff ≤ 1e-3)', () => {

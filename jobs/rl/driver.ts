@@ -114,6 +114,17 @@ export interface RLJobSummary {
   history: StepRecord[];
 }
 
+/** Where a running job is, for `job status` (see `RLDriver.progress`). */
+export interface DriverProgress {
+  phase: DriverPhase;
+  /** RL (or SFT) steps done, of `steps` (null: runs until stopped). */
+  step: number;
+  steps: number | null;
+  /** Warm-start SFT steps done (0 without `train.warmup`). */
+  warmupStep: number;
+  runtime: string | null;
+}
+
 export class RLDriver {
   private readonly spec: RLJobManifest['spec'];
   private readonly job: string;
@@ -122,6 +133,8 @@ export class RLDriver {
   private readonly failed = new AbortController();
   private stopRequested = false;
   phase: DriverPhase = 'starting';
+  /** What the actors compute on, as the `runtime:` log line says it (once they are ready). */
+  private runtime: string | null = null;
   private step = 0;
   private warmupDone = 0;
   private lastCheckpointStep: number | null = null;
@@ -154,6 +167,17 @@ export class RLDriver {
   /** True while the job has steps to take after `step` (always, for a live job without train.steps). */
   private stepsLeft(step: number): boolean {
     return this.spec.train.steps === undefined || step < this.spec.train.steps;
+  }
+
+  /** Where the job is now (reported to the head for `job status`). */
+  progress(): DriverProgress {
+    return {
+      phase: this.phase,
+      step: this.step,
+      steps: this.spec.train.steps ?? null,
+      warmupStep: this.warmupDone,
+      runtime: this.runtime,
+    };
   }
 
   /** Finish the step in progress, checkpoint, and end (SIGTERM, `job stop`). */
@@ -196,7 +220,8 @@ export class RLDriver {
     o.log(
       `actors ready: ${actors.engines.length} rollout engine(s), ${actors.trainers.length} trainer shard(s), ${actors.pools.length} env pool(s), ${actors.judgeEngines.length > 0 ? `${actors.judgeEngines.length} judge engine(s) (${spec.judge.model}, frozen${spec.method !== 'rl' ? `; teacher ${spec.judge.teacher}` : ''})` : `${actors.voters.length} judge voter(s)`}`,
     );
-    o.log(`runtime: rollout ${tally(actors.runtime.rollout)}; trainer ${tally(actors.runtime.trainer)}`);
+    this.runtime = `rollout ${tally(actors.runtime.rollout)}; trainer ${tally(actors.runtime.trainer)}`;
+    o.log(`runtime: ${this.runtime}`);
     const res = spec.resources;
     if (res.rollout.gpus > 0 && actors.runtime.rollout.some((r) => r.endsWith('/cpu'))) {
       o.log(

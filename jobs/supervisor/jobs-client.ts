@@ -40,6 +40,8 @@ export interface JobView {
   attempt: number;
   maxRetries: number;
   stopGraceMs: number;
+  /** What the job's process reported about itself (an RL driver: phase, step, runtime). */
+  info: Record<string, string>;
 }
 
 /** A piece of a job's log: from its supervisor while it runs, from the head once it ended. */
@@ -71,6 +73,7 @@ export function jobView(i: JobInfo__Output): JobView {
     attempt: i.attempt || 1,
     maxRetries: i.maxRetries,
     stopGraceMs: i.stopGraceMs,
+    info: { ...i.info },
   };
 }
 
@@ -113,6 +116,11 @@ export class JobsClient {
 
   async update(request: UpdateJobRequest): Promise<JobView> {
     return jobView(await this.call<JobInfo__Output>('UpdateJob', request));
+  }
+
+  /** Merges `info` into what `job status` shows of the job (see ReportJobInfo in head.proto). */
+  async reportInfo(submissionId: string, attempt: number, info: Record<string, string>): Promise<JobView> {
+    return jobView(await this.call<JobInfo__Output>('ReportJobInfo', { submissionId, attempt, info }));
   }
 
   /** A finished job's log as the head keeps it (the supervisor stored it before it ended). */

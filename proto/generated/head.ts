@@ -44,6 +44,7 @@ import type { RegisterNodeReply as _clawray_v1_RegisterNodeReply, RegisterNodeRe
 import type { RegisterNodeRequest as _clawray_v1_RegisterNodeRequest, RegisterNodeRequest__Output as _clawray_v1_RegisterNodeRequest__Output } from './clawray/v1/RegisterNodeRequest.js';
 import type { RemovePlacementGroupRequest as _clawray_v1_RemovePlacementGroupRequest, RemovePlacementGroupRequest__Output as _clawray_v1_RemovePlacementGroupRequest__Output } from './clawray/v1/RemovePlacementGroupRequest.js';
 import type { ReportActorExitRequest as _clawray_v1_ReportActorExitRequest, ReportActorExitRequest__Output as _clawray_v1_ReportActorExitRequest__Output } from './clawray/v1/ReportActorExitRequest.js';
+import type { ReportJobInfoRequest as _clawray_v1_ReportJobInfoRequest, ReportJobInfoRequest__Output as _clawray_v1_ReportJobInfoRequest__Output } from './clawray/v1/ReportJobInfoRequest.js';
 import type { Resources as _clawray_v1_Resources, Resources__Output as _clawray_v1_Resources__Output } from './clawray/v1/Resources.js';
 import type { RunningActor as _clawray_v1_RunningActor, RunningActor__Output as _clawray_v1_RunningActor__Output } from './clawray/v1/RunningActor.js';
 import type { StoreJobLogRequest as _clawray_v1_StoreJobLogRequest, StoreJobLogRequest__Output as _clawray_v1_StoreJobLogRequest__Output } from './clawray/v1/StoreJobLogRequest.js';
@@ -101,6 +102,7 @@ export interface ProtoGrpcType {
       RegisterNodeRequest: MessageTypeDefinition<_clawray_v1_RegisterNodeRequest, _clawray_v1_RegisterNodeRequest__Output>
       RemovePlacementGroupRequest: MessageTypeDefinition<_clawray_v1_RemovePlacementGroupRequest, _clawray_v1_RemovePlacementGroupRequest__Output>
       ReportActorExitRequest: MessageTypeDefinition<_clawray_v1_ReportActorExitRequest, _clawray_v1_ReportActorExitRequest__Output>
+      ReportJobInfoRequest: MessageTypeDefinition<_clawray_v1_ReportJobInfoRequest, _clawray_v1_ReportJobInfoRequest__Output>
       Resources: MessageTypeDefinition<_clawray_v1_Resources, _clawray_v1_Resources__Output>
       RunningActor: MessageTypeDefinition<_clawray_v1_RunningActor, _clawray_v1_RunningActor__Output>
       StoreJobLogRequest: MessageTypeDefinition<_clawray_v1_StoreJobLogRequest, _clawray_v1_StoreJobLogRequest__Output>

@@ -34,6 +34,7 @@ import type { RegisterNodeReply as _clawray_v1_RegisterNodeReply, RegisterNodeRe
 import type { RegisterNodeRequest as _clawray_v1_RegisterNodeRequest, RegisterNodeRequest__Output as _clawray_v1_RegisterNodeRequest__Output } from '../../clawray/v1/RegisterNodeRequest.js';
 import type { RemovePlacementGroupRequest as _clawray_v1_RemovePlacementGroupRequest, RemovePlacementGroupRequest__Output as _clawray_v1_RemovePlacementGroupRequest__Output } from '../../clawray/v1/RemovePlacementGroupRequest.js';
 import type { ReportActorExitRequest as _clawray_v1_ReportActorExitRequest, ReportActorExitRequest__Output as _clawray_v1_ReportActorExitRequest__Output } from '../../clawray/v1/ReportActorExitRequest.js';
+import type { ReportJobInfoRequest as _clawray_v1_ReportJobInfoRequest, ReportJobInfoRequest__Output as _clawray_v1_ReportJobInfoRequest__Output } from '../../clawray/v1/ReportJobInfoRequest.js';
 import type { StoreJobLogRequest as _clawray_v1_StoreJobLogRequest, StoreJobLogRequest__Output as _clawray_v1_StoreJobLogRequest__Output } from '../../clawray/v1/StoreJobLogRequest.js';
 import type { SubmitJobRequest as _clawray_v1_SubmitJobRequest, SubmitJobRequest__Output as _clawray_v1_SubmitJobRequest__Output } from '../../clawray/v1/SubmitJobRequest.js';
 import type { UpdateJobRequest as _clawray_v1_UpdateJobRequest, UpdateJobRequest__Output as _clawray_v1_UpdateJobRequest__Output } from '../../clawray/v1/UpdateJobRequest.js';
@@ -229,6 +230,15 @@ export interface HeadServiceClient extends grpc.Client {
   reportActorExit(argument: _clawray_v1_ReportActorExitRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_Empty__Output>): grpc.ClientUnaryCall;
   reportActorExit(argument: _clawray_v1_ReportActorExitRequest, callback: grpc.requestCallback<_clawray_v1_Empty__Output>): grpc.ClientUnaryCall;
   
+  ReportJobInfo(argument: _clawray_v1_ReportJobInfoRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
+  ReportJobInfo(argument: _clawray_v1_ReportJobInfoRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
+  ReportJobInfo(argument: _clawray_v1_ReportJobInfoRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
+  ReportJobInfo(argument: _clawray_v1_ReportJobInfoRequest, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
+  reportJobInfo(argument: _clawray_v1_ReportJobInfoRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
+  reportJobInfo(argument: _clawray_v1_ReportJobInfoRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
+  reportJobInfo(argument: _clawray_v1_ReportJobInfoRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
+  reportJobInfo(argument: _clawray_v1_ReportJobInfoRequest, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
+  
   StopJob(argument: _clawray_v1_JobRef, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
   StopJob(argument: _clawray_v1_JobRef, metadata: grpc.Metadata, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
   StopJob(argument: _clawray_v1_JobRef, options: grpc.CallOptions, callback: grpc.requestCallback<_clawray_v1_JobInfo__Output>): grpc.ClientUnaryCall;
@@ -321,6 +331,8 @@ export interface HeadServiceHandlers extends grpc.UntypedServiceImplementation {
   
   ReportActorExit: grpc.handleUnaryCall<_clawray_v1_ReportActorExitRequest__Output, _clawray_v1_Empty>;
   
+  ReportJobInfo: grpc.handleUnaryCall<_clawray_v1_ReportJobInfoRequest__Output, _clawray_v1_JobInfo>;
+  
   StopJob: grpc.handleUnaryCall<_clawray_v1_JobRef__Output, _clawray_v1_JobInfo>;
   
   StoreJobLog: grpc.handleUnaryCall<_clawray_v1_StoreJobLogRequest__Output, _clawray_v1_Empty>;
@@ -356,6 +368,7 @@ export interface HeadServiceDefinition extends grpc.ServiceDefinition {
   RegisterNode: MethodDefinition<_clawray_v1_RegisterNodeRequest, _clawray_v1_RegisterNodeReply, _clawray_v1_RegisterNodeRequest__Output, _clawray_v1_RegisterNodeReply__Output>
   RemovePlacementGroup: MethodDefinition<_clawray_v1_RemovePlacementGroupRequest, _clawray_v1_Empty, _clawray_v1_RemovePlacementGroupRequest__Output, _clawray_v1_Empty__Output>
   ReportActorExit: MethodDefinition<_clawray_v1_ReportActorExitRequest, _clawray_v1_Empty, _clawray_v1_ReportActorExitRequest__Output, _clawray_v1_Empty__Output>
+  ReportJobInfo: MethodDefinition<_clawray_v1_ReportJobInfoRequest, _clawray_v1_JobInfo, _clawray_v1_ReportJobInfoRequest__Output, _clawray_v1_JobInfo__Output>
   StopJob: MethodDefinition<_clawray_v1_JobRef, _clawray_v1_JobInfo, _clawray_v1_JobRef__Output, _clawray_v1_JobInfo__Output>
   StoreJobLog: MethodDefinition<_clawray_v1_StoreJobLogRequest, _clawray_v1_Empty, _clawray_v1_StoreJobLogRequest__Output, _clawray_v1_Empty__Output>
   SubmitJob: MethodDefinition<_clawray_v1_SubmitJobRequest, _clawray_v1_JobInfo, _clawray_v1_SubmitJobRequest__Output, _clawray_v1_JobInfo__Output>

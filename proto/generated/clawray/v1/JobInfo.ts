@@ -19,6 +19,7 @@ export interface JobInfo {
   'attempt'?: (number);
   'maxRetries'?: (number);
   'stopGraceMs'?: (number | string);
+  'info'?: ({[key: string]: string});
 }
 
 export interface JobInfo__Output {
@@ -39,4 +40,5 @@ export interface JobInfo__Output {
   'attempt': (number);
   'maxRetries': (number);
   'stopGraceMs': (number);
+  'info': ({[key: string]: string});
 }
