@@ -19,6 +19,17 @@ export function num(flag: string) {
   };
 }
 
+/** One of `values` (any case); the message lists them. */
+export function choice<T extends string>(flag: string, values: readonly T[]) {
+  return (value: string): T => {
+    const v = value.toLowerCase();
+    if (!(values as readonly string[]).includes(v)) {
+      throw new ConfigError(`${flag} expects one of ${values.join(', ')}, got '${value}'`);
+    }
+    return v as T;
+  };
+}
+
 export function intList(flag: string) {
   return (value: string): number[] => value.split(',').filter(Boolean).map(int(flag));
 }

@@ -15,7 +15,7 @@ import {
   writeExternalOnnx,
 } from '../actors/models/onnx-export.js';
 import { DecoderWeights } from '../actors/rollout/decoder-weights.js';
-import { ConfigError } from '../common/errors.js';
+import { choice } from './cli-parse.js';
 
 export interface ExportOnnxResult {
   model: string;
@@ -48,14 +48,6 @@ export function exportOnnx(
   };
 }
 
-function weightDtype(value: string): WeightDtype {
-  const v = value.toLowerCase();
-  if (!(WEIGHT_DTYPES as readonly string[]).includes(v)) {
-    throw new ConfigError(`--dtype expects one of ${WEIGHT_DTYPES.join(', ')}, got '${value}'`);
-  }
-  return v as WeightDtype;
-}
-
 export function registerExportOnnxCommand(model: Command): void {
   model
     .command('export-onnx')
@@ -67,7 +59,7 @@ export function registerExportOnnxCommand(model: Command): void {
     .option(
       '--dtype <dtype>',
       `storage type of the weights (${WEIGHT_DTYPES.join(' | ')})`,
-      weightDtype,
+      choice('--dtype', WEIGHT_DTYPES),
       'float32',
     )
     .option('--json', 'print JSON')

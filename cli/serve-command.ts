@@ -1,13 +1,14 @@
 /** `clawray serve`: a model directory behind the OpenAI-compatible endpoint, in the foreground. */
 import type { Command } from 'commander';
 import { Registry } from 'prom-client';
+import { DECODER_ATTENTIONS, WEIGHT_DTYPES } from '../actors/models/onnx-export.js';
 import { JsonlTurnSink, TurnRecorder } from '../actors/rollout/capture-recorder.js';
 import { createOpenAiServer } from '../actors/rollout/openai-server.js';
 import { RolloutModel } from '../actors/rollout/rollout-model.js';
 import { resolveClientToken } from '../common/auth.js';
 import { createLogger } from '../common/logger.js';
 import { onShutdownSignal } from './cli-errors.js';
-import { int } from './cli-parse.js';
+import { choice, int, num } from './cli-parse.js';
 import { ensureServeToken } from './serve-token.js';
 
 export function registerServeCommand(program: Command): void {
@@ -30,14 +31,63 @@ export function registerServeCommand(program: Command): void {
       'record main turns for RL (JSONL) from X-Session-Id / X-Turn-Type / X-Session-Done',
     )
     .option('--max-batch-size <n>', 'sequences decoding together', int('--max-batch-size'), 16)
+    .option(
+      '--max-queue <n>',
+      'requests waiting for a batch slot before new ones get 429',
+      int('--max-queue'),
+    )
     .option('--id <name>', 'model id clients use (default: the directory name)')
+    .option(
+      '--provider <provider>',
+      'onnxruntime execution provider (auto: CUDA when this process has a GPU)',
+      choice('--provider', ['auto', 'cuda', 'cpu'] as const),
+      'auto',
+    )
+    .option(
+      '--dtype <dtype>',
+      `how the engine stores weights it exports from safetensors (${WEIGHT_DTYPES.join(' | ')}; default float32)`,
+      choice('--dtype', WEIGHT_DTYPES),
+    )
+    .option(
+      '--attention <kind>',
+      `decoder graph (${DECODER_ATTENTIONS.join(' | ')}; default standard)`,
+      choice('--attention', DECODER_ATTENTIONS),
+    )
+    .option(
+      '--intra-op-threads <n>',
+      "onnxruntime's intra-op threads (default one per core)",
+      int('--intra-op-threads'),
+    )
+    .option(
+      '--no-spinning',
+      'idle onnxruntime threads sleep instead of spinning (frees cores on a shared machine)',
+    )
+    .option(
+      '--prefill-chunk-tokens <n>',
+      'prompt tokens per prefill step (memory linear in the prompt)',
+      int('--prefill-chunk-tokens'),
+    )
+    .option(
+      '--memory-budget-mib <n>',
+      "what one request's cache and activations may take before it gets a 400 (default half the RAM)",
+      num('--memory-budget-mib'),
+    )
     .action(async (o) => {
       const logger = createLogger({ component: 'serve' });
       const registry = new Registry();
       const model = await RolloutModel.load({
         modelDir: o.model,
         id: o.id,
+        provider: o.provider,
+        weightDtype: o.dtype,
+        attention: o.attention,
+        intraOpNumThreads: o.intraOpThreads,
+        allowSpinning: o.spinning,
         maxBatchSize: o.maxBatchSize,
+        maxQueue: o.maxQueue,
+        prefillChunkTokens: o.prefillChunkTokens,
+        memoryBudgetBytes:
+          o.memoryBudgetMib === undefined ? undefined : Math.floor(o.memoryBudgetMib * 2 ** 20),
         registry,
       });
       let token: string | undefined;

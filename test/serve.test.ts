@@ -33,6 +33,16 @@ describe('clawray serve with a random model, driven by the openai client', () =>
         token,
         '--record',
         record,
+        // Engine settings as a vLLM user passes them: each reaches the engine (see the last test).
+        '--dtype',
+        'bfloat16',
+        '--intra-op-threads',
+        '1',
+        '--no-spinning',
+        '--prefill-chunk-tokens',
+        '8',
+        '--max-queue',
+        '64',
       ],
       { env: { ...process.env, CLAWRAY_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'inherit'] },
     );
@@ -160,5 +170,50 @@ describe('clawray serve with a random model, driven by the openai client', () =>
     const text = await metrics.text();
     expect(text).toMatch(/clawray_rollout_tokens_total [1-9]/);
     expect(text).toContain('clawray_rollout_execution_provider{provider="cpu"} 1');
+  });
+
+  it('honours the engine flags: a request over --memory-budget-mib is a 400 naming it; a bad value exits 2', async () => {
+    const serve = (...flags: string[]) =>
+      spawn(
+        process.execPath,
+        [distEntry('cli/main'), 'serve', '--model', modelDir, '--port', '0', '--no-auth', ...flags],
+        {
+          env: { ...process.env, CLAWRAY_LOG_LEVEL: 'warn' },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
+    const bad = serve('--dtype', 'int4');
+    let stderr = '';
+    bad.stderr!.on('data', (d) => {
+      stderr += d;
+    });
+    expect(await new Promise((r) => bad.once('exit', r))).toBe(2);
+    expect(stderr).toContain('--dtype expects one of float32, float16, bfloat16');
+
+    const small = serve('--memory-budget-mib', '0.05', '--prefill-chunk-tokens', '16');
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        createInterface({ input: small.stdout! }).on('line', (line) => {
+          const match = / on (http:\/\/\S+\/v1)/.exec(line);
+          if (match) resolve(match[1]);
+        });
+        small.once('exit', (code) => reject(new Error(`clawray serve exited with ${code}`)));
+      });
+      const c = new OpenAI({ baseURL: url, apiKey: 'none', maxRetries: 0 });
+      const err = await c.chat.completions
+        .create({ model: 'tiny', messages: [{ role: 'user', content: 'x'.repeat(800) }], max_tokens: 8 })
+        .catch((e: unknown) => e);
+      expect(err).toMatchObject({ status: 400 });
+      expect((err as Error).message).toContain('prefill in chunks of 16');
+      expect((err as Error).message).toContain("the rollout engine's memory budget is 51.2 KiB");
+      const ok = await c.chat.completions.create({
+        model: 'tiny',
+        messages: [{ role: 'user', content: 'hi' }],
+        max_tokens: 4,
+      });
+      expect(ok.choices[0].finish_reason).toBeDefined();
+    } finally {
+      small.kill('SIGKILL');
+    }
   });
 });

@@ -63,6 +63,13 @@ describe('onnx/model.onnx layout and `clawray model export-onnx`', () => {
       await direct.close();
       await viaOnnx.close();
     }
+    // The export holds float32 weights: asking for another storage type is refused, not ignored.
+    const refused = await RolloutModel.load({ modelDir: out, weightDtype: 'bfloat16' }).catch(
+      (e: unknown) => e,
+    );
+    expect(refused).toBeInstanceOf(ConfigError);
+    expect((refused as ConfigError).fields).toMatchObject({ option: 'weightDtype' });
+    expect((refused as Error).message).toContain('stores its weights as float32');
   });
 
   it('refuses --dtype it does not know with status 2', () => {
@@ -94,6 +101,13 @@ describe('onnx/model.onnx layout and `clawray model export-onnx`', () => {
     const { mkdirSync } = await import('node:fs');
     mkdirSync(join(dir, 'onnx'));
     writeFileSync(join(dir, 'onnx', 'model.onnx'), encodeModel(foreign));
+    // Served as it is: a storage type or graph kind asked for cannot apply, so it is refused.
+    for (const asked of [{ weightDtype: 'float16' as const }, { attention: 'gqa' as const }]) {
+      const err = await RolloutModel.load({ modelDir: dir, ...asked }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ConfigError);
+      expect((err as ConfigError).fields).toMatchObject({ option: Object.keys(asked)[0] });
+      expect((err as Error).message).toContain('cannot apply to it');
+    }
     const served = await RolloutModel.load({ modelDir: dir });
     try {
       const before = await served.generate({ promptTokenIds: PROMPT, maxTokens: 4, temperature: 0 });

@@ -66,6 +66,13 @@ export interface RolloutModelOptions {
   maxBatchSize?: number;
   /** Requests waiting before new ones are refused. Default 1024. */
   maxQueue?: number;
+  /** Tokens per prefill step (GenerationEngineOptions.prefillChunkTokens). Default 512. */
+  prefillChunkTokens?: number;
+  /**
+   * Bytes a request's estimate may reach before it is refused or waits
+   * (GenerationEngineOptions.memoryBudgetBytes). Default half the machine's memory.
+   */
+  memoryBudgetBytes?: number;
   swapMode?: 'finish' | 'requeue';
   /** Exports the engine's metrics there. */
   registry?: Registry;
@@ -121,6 +128,7 @@ function graphSource(
   model: ModelDir,
   dtype: WeightDtype | undefined,
   attention: DecoderAttention,
+  attentionAsked: boolean,
 ): GraphSource {
   const onnxFile = findOnnxModel(dir);
   if (!onnxFile) {
@@ -148,7 +156,24 @@ function graphSource(
     dirname(onnxFile),
     { attention },
   );
-  if (weights) return { description: `${onnxFile} (clawray export)`, weights };
+  if (weights) {
+    // The export holds its weights in one dtype; converting them is `export-onnx`'s job.
+    if (dtype !== undefined && weights.layout.dtype !== dtype) {
+      throw new ConfigError(
+        `weightDtype ${dtype} asked, but ${onnxFile} stores its weights as ${weights.layout.dtype}; ` +
+          `re-export it (\`clawray model export-onnx ${dir} --dtype ${dtype}\`) or remove ${onnxFile} to serve the safetensors`,
+        { fields: { option: 'weightDtype', file: onnxFile } },
+      );
+    }
+    return { description: `${onnxFile} (clawray export)`, weights };
+  }
+  if (dtype !== undefined || attentionAsked) {
+    throw new ConfigError(
+      `${onnxFile} was not exported by clawray and is served as it is: ${dtype !== undefined ? 'weightDtype' : 'attention'} cannot apply to it ` +
+        `(export the model with \`clawray model export-onnx ${dir}\`, or remove ${onnxFile} to serve the safetensors)`,
+      { fields: { option: dtype !== undefined ? 'weightDtype' : 'attention', file: onnxFile } },
+    );
+  }
   return {
     description: onnxFile,
     weights: null,
@@ -187,7 +212,7 @@ export class RolloutModel extends ModelCodec implements ChatModel {
       vocab: model.dims.vocab,
     };
     const attention = chooseAttention(model.config, options.attention);
-    const source = graphSource(dir, model, options.weightDtype, attention);
+    const source = graphSource(dir, model, options.weightDtype, attention, options.attention !== undefined);
     const weights = source.weights;
     const graph = weights ? { graph: weights.graph, data: weights.data } : source.file!;
     const loadOptions: DecoderLoadOptions = {
@@ -223,6 +248,8 @@ export class RolloutModel extends ModelCodec implements ChatModel {
       attentionHeads: model.dims.heads,
       maxBatchSize: options.maxBatchSize,
       maxQueue: options.maxQueue,
+      prefillChunkTokens: options.prefillChunkTokens,
+      memoryBudgetBytes: options.memoryBudgetBytes,
       swapMode: options.swapMode,
       detokenize: (ids) => tokenizer.decode(ids, { skipSpecialTokens: true }),
       tokenBytes: (id) => {
