@@ -15,7 +15,7 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { setImmediate } from 'node:timers/promises';
 import { ConfigError } from '../../common/errors.js';
-import { mergeLora, parseLoraName } from '../models/lora-merge.js';
+import { parseLoraName } from '../models/lora-merge.js';
 import { dims as dimsOf, type ModelConfig } from '../models/model-config.js';
 import { checkWeights } from '../models/model-dir.js';
 import {
@@ -32,6 +32,7 @@ import {
 import { encodeModel, type OnnxModel, type OnnxTensor } from '../models/onnx-proto.js';
 import { SafetensorsReader, type SourcedTensor, weightFiles } from '../models/safetensors.js';
 import type { WeightMap } from '../models/weight-names.js';
+import { sharedMergePool } from './lora-merge-pool.js';
 
 /** Stands in for tensor data while only names and shapes are checked. */
 const EMPTY = new Float32Array(0);
@@ -48,6 +49,8 @@ export class DecoderWeights {
   private readonly bySource: Map<string, WeightEntry[]>;
   /** Base values (float32, [out, in]) of tensors a LoRA adapter has been merged into. */
   private readonly loraBase = new Map<string, Float32Array>();
+  /** Where LoRA merges run (worker threads, off the engine's event loop). */
+  private readonly merger = sharedMergePool();
 
   constructor(
     /** The graph, every weight external in `model.onnx_data`. */
@@ -169,8 +172,9 @@ export class DecoderWeights {
    * Writes an update: Hugging Face tensors replace those weights; `<module>.lora_A|B.weight`
    * pairs (with `loraScale`) set `<module>.weight` = base + scale·B·A. Everything is checked
    * before the first byte is written, so a refused update changes nothing. It yields to the
-   * event loop after each tensor: a full 0.6B update converts 2.4 GB and a LoRA one merges
-   * 440 M weights, seconds during which the engine keeps decoding on its current session.
+   * event loop after each tensor, and LoRA merges run on worker threads: a full 0.6B update
+   * converts 2.4 GB and a LoRA one merges 440 M weights, seconds during which the engine keeps
+   * decoding on its current session.
    */
   async apply(tensors: ReadonlyMap<string, Float32Array>, loraScale?: number): Promise<AppliedUpdate> {
     const full = new Map<string, Float32Array>();
@@ -253,15 +257,20 @@ export class DecoderWeights {
       this.loraBase.delete(name);
       await setImmediate();
     }
-    for (const m of merges) {
-      let base = this.loraBase.get(m.target);
-      if (!base) {
-        base = this.read(m.target);
-        this.loraBase.set(m.target, base);
-      }
-      write(m.target, mergeLora(base, m.A, m.B, loraScale!, m));
-      await setImmediate();
-    }
+    // Merged on worker threads, in parallel; each result is written as it arrives. Every merge
+    // is awaited before a failure is reported, so none writes after apply() has returned.
+    const merged = await Promise.allSettled(
+      merges.map(async (m) => {
+        let base = this.loraBase.get(m.target);
+        if (!base) {
+          base = this.read(m.target);
+          this.loraBase.set(m.target, base);
+        }
+        write(m.target, await this.merger.merge(base, m.A, m.B, loraScale!, m));
+      }),
+    );
+    const failed = merged.find((r) => r.status === 'rejected');
+    if (failed) throw (failed as PromiseRejectedResult).reason;
     return { tensors: [...full.keys(), ...merges.map((m) => m.target)], bytesWritten };
   }
 
