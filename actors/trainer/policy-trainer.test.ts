@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadModelDir, type ModelDir } from '../models/model-dir.js';
 import { initRandomModel } from '../models/model-init.js';
 import { selectBackend } from '../models/tfjs-backend.js';
-import { TfjsDecoder } from '../models/tfjs-decoder.js';
+import { TfjsDecoder, tokenLogprobs } from '../models/tfjs-decoder.js';
 import { weightSpecs } from '../models/weight-names.js';
 import { RolloutModel } from '../rollout/rollout-model.js';
 import { initLoraAdapters, type LoraConfig, loraScale, loraTargets, mergeLora } from './lora.js';
@@ -436,6 +436,46 @@ describe('PolicyTrainer', () => {
     decoder.dispose();
   });
 
+  it('KL penalty: scores samples without refLogprobs under the loaded weights, as given ones would be', async () => {
+    const at = (sample: TrainSample) => ({ ...sample, temperature: 0.7 });
+    const kl = { ...options, klCoef: 0.5 };
+    // A: the trainer scores the reference itself. B: the same reference logprobs, given.
+    const a = new PolicyTrainer(new TfjsDecoder(model.config, model.weights), kl);
+    const b = new PolicyTrainer(new TfjsDecoder(model.config, model.weights), kl);
+    const reference = new TfjsDecoder(model.config, model.weights);
+    const given = samples.map((sample) => {
+      const lp = tf.tidy(() => {
+        const { logits } = reference.forward({ inputIds: [sample.tokenIds.slice(0, -1)], training: false });
+        return tokenLogprobs(tf.div(logits, 0.7) as tf.Tensor3D, [sample.tokenIds.slice(1)]);
+      });
+      const row = (lp.arraySync() as number[][])[0].slice(sample.responseStart - 1);
+      lp.dispose();
+      return { ...at(sample), refLogprobs: row };
+    });
+    const first = await a.step(samples.map(at));
+    expect(first.kl).toBeCloseTo(0, 6); // the policy is the reference before its first update
+    await b.step(given);
+    for (let i = 0; i < 2; i++) {
+      const ma = await a.step(samples.map(at));
+      const mb = await b.step(given);
+      expect(ma.kl).toBeGreaterThan(0);
+      expect(ma.kl).toBeCloseTo(mb.kl, 6);
+      expect(ma.loss).toBeCloseTo(mb.loss, 6);
+    }
+    // Scoring the reference swaps the loaded weights in and back: the trained ones are intact.
+    const wa = a.decoder.readWeights();
+    const wb = b.decoder.readWeights();
+    let maxDiff = 0;
+    for (const [name, w] of wa)
+      for (let i = 0; i < w.length; i++) maxDiff = Math.max(maxDiff, Math.abs(w[i] - wb.get(name)![i]));
+    expect(maxDiff).toBeLessThan(1e-6);
+    await expect(a.step([{ ...samples[0], refLogprobs: [-1] }])).rejects.toThrow(
+      'sample 0: refLogprobs needs one value per response token (3)',
+    );
+    for (const t of [a, b]) t.decoder.dispose();
+    reference.dispose();
+  });
+
   it('names what is wrong with a sample, and leaks no tensors', async () => {
     const before = tf.memory().numTensors;
     const decoder = new TfjsDecoder(model.config, model.weights);
@@ -445,7 +485,8 @@ describe('PolicyTrainer', () => {
     );
     await expect(trainer.step([])).rejects.toThrow('at least one sample');
     await trainer.step(samples);
-    // Tempered logits and the TIS pass leave nothing behind either.
+    // Tempered logits, the TIS pass and the reference scoring leave nothing behind either.
+    await new PolicyTrainer(decoder, { ...options, klCoef: 0.1 }).step(samples);
     const tis = new PolicyTrainer(decoder, { ...options, tis: { cap: 2 } });
     await tis.step(samples.map((s) => ({ ...s, temperature: 0.6 })));
     // Nor does top-K distillation (its grid, the KL and the weights).

@@ -174,6 +174,8 @@ interface Batch {
   oldLogprobs: number[][];
   advantages: number[][];
   refLogprobs: number[][];
+  /** Rows whose sample brought no refLogprobs: the trainer scores them under its reference. */
+  refMissing: number[];
   /** 1 / temperature of each sample; undefined when every sample is at temperature 1. */
   inverseTemperature?: number[];
   /** With TIS: the proximal policy's logprobs, laid out as oldLogprobs. */
@@ -200,6 +202,11 @@ export class PolicyTrainer {
   private readonly shapes: Map<string, number[]>;
   /** tfjs names its variables itself; gradients come back under those names. */
   private readonly hfNameOf: Map<string, string>;
+  /**
+   * With a KL penalty: the reference policy's trainable values, the model as the trainer loaded
+   * it (its directory's weights; under LoRA the adapters as initialised, B = 0: the base model).
+   */
+  private readonly reference?: Map<string, Float32Array>;
 
   constructor(
     readonly decoder: TfjsDecoder,
@@ -216,6 +223,7 @@ export class PolicyTrainer {
     this.names = canonicalOrder(trainable.keys());
     this.shapes = new Map([...trainable].map(([name, v]) => [name, v.shape]));
     this.hfNameOf = new Map([...trainable].map(([name, v]) => [v.name, name]));
+    if ((options.klCoef ?? 0) > 0) this.reference = decoder.readTrainable();
   }
 
   get stepsTaken(): number {
@@ -254,14 +262,16 @@ export class PolicyTrainer {
       distillTokens: 0,
       distilled: false,
     };
+    const batches: { start: number; batch: Batch }[] = [];
     for (let start = 0; start < samples.length; start += size) {
+      batches.push({ start, batch: this.layout(samples.slice(start, start + size), method) });
+    }
+    if (method === 'rl' && this.reference && batches.some(({ batch }) => batch.refMissing.length > 0)) {
+      this.scoreReference(batches.map(({ batch }) => batch));
+    }
+    for (const { start, batch } of batches) {
       const seed = ((this.options.seed ?? 0) * 100_003 + this.optimizer.stepsTaken) * 1_000 + start;
-      const part = await this.backward(
-        this.layout(samples.slice(start, start + size), method),
-        globalTokens,
-        seed,
-        method,
-      );
+      const part = await this.backward(batch, globalTokens, seed, method);
       if (flat) for (let i = 0; i < flat.length; i++) flat[i] += part.flat[i];
       else flat = part.flat;
       totals.loss += part.loss;
@@ -333,6 +343,26 @@ export class PolicyTrainer {
     const values = out.arraySync();
     out.dispose();
     return values;
+  }
+
+  /**
+   * KL penalty: the reference policy's logprobs of the rows that came without them, at each
+   * sample's temperature (OpenRLHF's and slime's frozen reference model, here the loaded weights
+   * swapped in for the scoring: one copy of the trainable weights in host memory, two writes of
+   * them per step).
+   */
+  private scoreReference(batches: Batch[]): void {
+    const current = this.decoder.readTrainable();
+    this.decoder.assignTrainable(this.reference!);
+    try {
+      for (const batch of batches) {
+        if (batch.refMissing.length === 0) continue;
+        const scored = this.proximalLogprobs(batch);
+        for (const b of batch.refMissing) batch.refLogprobs[b] = scored[b];
+      }
+    } finally {
+      this.decoder.assignTrainable(current);
+    }
   }
 
   /** Forward and backward of one micro-batch: its flat gradient and loss parts. */
@@ -487,6 +517,7 @@ export class PolicyTrainer {
       oldLogprobs: grid(),
       advantages: grid(),
       refLogprobs: grid(),
+      refMissing: [],
       tokens: 0,
     };
     const temperatures = samples.map((s, b) => {
@@ -518,9 +549,12 @@ export class PolicyTrainer {
             `sample ${b}: advantages needs one value per response token (${responseLength})`,
           );
         }
-        if ((this.options.klCoef ?? 0) > 0 && s.refLogprobs?.length !== responseLength) {
-          throw new ConfigError(`sample ${b}: a KL penalty needs refLogprobs for every response token`);
+        if (s.refLogprobs !== undefined && s.refLogprobs.length !== responseLength) {
+          throw new ConfigError(
+            `sample ${b}: refLogprobs needs one value per response token (${responseLength})`,
+          );
         }
+        if (s.refLogprobs === undefined && this.reference) batch.refMissing.push(b);
       }
       for (let t = 0; t + 1 < s.tokenIds.length; t++) batch.targets[b][t] = s.tokenIds[t + 1];
       for (let k = 0; k < responseLength; k++) {
