@@ -68,6 +68,18 @@ describe('EnginePool', () => {
     p.close();
   });
 
+  it('reports the version every healthy engine committed, without a request being served', async () => {
+    const engines = [new FakeEngine('a'), new FakeEngine('b')];
+    const { p } = pool(engines);
+    expect(p.committedVersion).toBe(0);
+    await p.publish(2, new Map());
+    expect(p.committedVersion).toBe(2);
+    engines[1].die();
+    await p.publish(3, new Map()); // b misses it and leaves the pool; a alone serves 3
+    expect(p.committedVersion).toBe(3);
+    p.close();
+  });
+
   it('takes out an engine that silently restarted (it answers with old weights)', async () => {
     const engines = [new FakeEngine('a'), new FakeEngine('b')];
     const { p } = pool(engines);

@@ -49,6 +49,15 @@ export class EnginePool<E extends object> {
     this.served = engines.map(() => 0);
   }
 
+  /**
+   * The version every healthy engine has committed (what a request sent now is served by, at
+   * least); 0 before the first publish or while no engine is healthy.
+   */
+  get committedVersion(): number {
+    const versions = this.served.filter((_, i) => this.healthy[i]);
+    return versions.length > 0 ? Math.min(...versions) : 0;
+  }
+
   /** The version engine `index` had committed when last published to. */
   servedVersion(index: number): number {
     return this.served[index];

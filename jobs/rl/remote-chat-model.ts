@@ -23,8 +23,12 @@ export class RemoteChatModel implements ChatModel {
     private readonly engines: EnginePool<ActorHandle<RolloutEngine>>,
   ) {}
 
+  /**
+   * The weights being served: the newest version a reply came from, or that every healthy
+   * engine has committed (so a job that trained after its last request says so).
+   */
   get weightVersion(): number {
-    return this.version;
+    return Math.max(this.version, this.engines.committedVersion);
   }
 
   encodeChat(
