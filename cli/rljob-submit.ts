@@ -160,6 +160,8 @@ export function rljobSummaryLine(job: JobView, summary: RLJobSummary | null): st
     steps: summary?.steps ?? 0,
     metric: summary?.metric ?? null,
     heldoutStart: summary?.heldout?.start ?? null,
+    // After train.warmup's SFT: where RL itself started (null without a warm start).
+    heldoutAfterWarmup: summary?.heldout?.afterWarmup ?? null,
     heldoutEnd: summary?.heldout?.end ?? null,
     samplesPerSecond: summary?.samplesPerSecond ?? null,
     trainerIdleRatio: summary?.trainerIdleRatio ?? null,

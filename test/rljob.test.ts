@@ -121,12 +121,11 @@ describe('clawray job submit MANIFEST (the RL pipeline on a cluster of real proc
     const reward = 'export default ({ messages }) => JSON.stringify(messages).length / 100;\n';
     const file = manifest(
       'temperature',
-      `${TOOLCALL('tc-temperature')
-        .replace('maxTokens: 12 }', 'maxTokens: 12, temperature: 0.6 }')
-        .replace(
-          'train: { steps: 3 }',
-          'train: { steps: 2, async: false, tis: { cap: 2 } }',
-        )}  plugins: { reward: ./plugins/reward.mjs }\n`,
+      `${TOOLCALL('tc-temperature').replace('maxTokens: 12 }', 'maxTokens: 12, temperature: 0.6 }').replace(
+        'train: { steps: 3 }',
+        // With a KL penalty too: the trainer scores the reference itself.
+        'train: { steps: 2, async: false, tis: { cap: 2 }, klCoef: 0.05 }',
+      )}  plugins: { reward: ./plugins/reward.mjs }\n`,
       { 'plugins/reward.mjs': reward },
     );
     const run = clawray(['job', 'submit', file, '--json']);
@@ -163,7 +162,24 @@ describe('clawray job submit MANIFEST (the RL pipeline on a cluster of real proc
 
   it('runs the same job synchronously: no sample is ever behind the policy', () => {
     const file = manifest('sync', TOOLCALL('tc-sync'));
-    const run = clawray(['job', 'submit', file, '--json', '--set', 'spec.train.async=false']);
+    // With the engines' own settings from spec.model (bf16 weight storage, one sleeping thread,
+    // short prefill chunks): the same job, trained the same way.
+    const run = clawray([
+      'job',
+      'submit',
+      file,
+      '--json',
+      '--set',
+      'spec.train.async=false',
+      '--set',
+      'spec.model.weightDtype=bfloat16',
+      '--set',
+      'spec.model.intraOpNumThreads=1',
+      '--set',
+      'spec.model.allowSpinning=false',
+      '--set',
+      'spec.model.prefillChunkTokens=16',
+    ]);
     expect(run.code).toBe(0);
     const lines = stepLines(run.stdout);
     expect(lines).toHaveLength(3);
@@ -312,7 +328,7 @@ spec:
   track: personal
   method: combine
   model: { path: ./model, init: { preset: tiny } }
-  judge: { backend: reaction }
+  judge: { backend: reaction, teacher: frozen }
   rollout: { batchSize: 4, maxTokens: 12 }
   train: { steps: 2 }
   serve: { port: 0 }
@@ -323,6 +339,10 @@ spec:
     const run = clawray(['job', 'submit', file, '--json']);
     expect(run.stderr).toContain('SUCCEEDED');
     expect(run.code).toBe(0);
+    // The frozen teacher: engines of the initial policy, started beside the rollout engine.
+    expect(run.stdout).toMatch(
+      /actors ready: 1 rollout engine\(s\), .*1 judge engine\(s\) \(\.\/model, frozen; teacher frozen\)/,
+    );
     expect(run.stdout).toMatch(/serving the policy for live sessions on http:\/\/127\.0\.0\.1:\d+\/v1/);
     expect(run.stdout).toMatch(/eval step 0: held-out preference score/);
     const summary = summaryOf(run.stdout);

@@ -67,6 +67,7 @@ export {
   testsPassedReward,
 } from './rule-verifiers.js';
 export { combineStepRewards, type StepRewardResult, type StepScore } from './step-rewards.js';
+export { applyStepRule, STEP_RULES, type StepRuleName, type StepRuleScore } from './step-rules.js';
 export {
   boxedContents,
   extractHint,

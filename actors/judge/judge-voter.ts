@@ -3,7 +3,8 @@
  *
  *   { backend: 'llm', baseURL, model, mode: 'prm' | 'opd', ... }   an OpenAI-compatible endpoint
  *   { backend: 'onnx-prm', modelDir, threshold?, positiveLabel? }   an ONNX sequence classifier
- *   { backend: 'rule', rule: 'boxed-answer' | 'tests-passed' | 'env-reward' }
+ *   { backend: 'rule', rule: 'boxed-answer' | 'tests-passed' | 'env-reward' }   an episode's outcome
+ *   { backend: 'rule', rule: 'toolcall-step' }                                 one turn (step-rules.ts)
  *
  * m votes of a turn are m `vote` calls spread over voter replicas and combined by the caller
  * (`JudgePanel`). A backend failure (network, HTTP, timeout, model) is an invalid vote
@@ -23,6 +24,7 @@ import { type JudgeMode, LlmVoter } from './llm-judge.js';
 import { OnnxPrm, type PrmDir, readPrmDir } from './onnx-prm.js';
 import type { JudgeInput } from './prompts.js';
 import { applyRule, RULES } from './rule-verifiers.js';
+import { applyStepRule, STEP_RULES, type StepRuleName } from './step-rules.js';
 import type { JudgeBackend, JudgeVote } from './votes.js';
 
 const llmOptionsSchema = z
@@ -62,7 +64,7 @@ const onnxPrmOptionsSchema = z
 const ruleOptionsSchema = z
   .object({
     backend: z.literal('rule'),
-    rule: z.enum(RULES),
+    rule: z.enum([...RULES, ...STEP_RULES]),
   })
   .strict();
 
@@ -215,7 +217,11 @@ export class JudgeVoter {
       const { probability, score } = await (await this.prm!).scoreTurn(input);
       return { score, probability, backend: 'onnx-prm', latencyMs: 0 };
     }
-    const { score, reward } = applyRule(o.rule, input.response, input.reference);
+    if ((STEP_RULES as readonly string[]).includes(o.rule)) {
+      const { score, reason } = applyStepRule(o.rule as StepRuleName, input);
+      return { score, text: reason, backend: 'rule', latencyMs: 0 };
+    }
+    const { score, reward } = applyRule(o.rule as (typeof RULES)[number], input.response, input.reference);
     return { score, reward, backend: 'rule', latencyMs: 0 };
   }
 

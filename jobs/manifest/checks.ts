@@ -76,8 +76,28 @@ export function crossFieldIssues(raw: RawManifest, m: RLJobManifest): FieldIssue
         'the personal track has no reference outcome to check by rule; expected llm or onnx-prm',
       );
     }
-    if (rawSpec.judge.stepRewardCoef !== undefined && !personal) {
-      add(['judge', 'stepRewardCoef'], 'per-turn scores need a model judge (llm or onnx-prm), not rules');
+    if (rawSpec.judge.stepRewardCoef !== undefined && !personal && !rawSpec.judge.stepRule) {
+      add(
+        ['judge', 'stepRewardCoef'],
+        'per-turn scores need a model judge (llm or onnx-prm) or a judge.stepRule, not outcome rules',
+      );
+    }
+  }
+  if (rawSpec.judge.stepRule !== undefined) {
+    // Each step rule reads one track's turns (toolcall-step: tool calls and boxed answers).
+    const stepTrack = rawSpec.judge.stepRule.split('-')[0];
+    if (track !== stepTrack) {
+      add(
+        ['judge', 'stepRule'],
+        `${rawSpec.judge.stepRule} scores ${stepTrack} turns; this job's track is ${track}`,
+      );
+    } else if (judge.backend !== 'rule') {
+      add(
+        ['judge', 'stepRule'],
+        `a step rule scores the turns in place of a model judge; this judge is ${judge.backend}, which scores them itself`,
+      );
+    } else if (method !== 'rl') {
+      add(['judge', 'stepRule'], `process rewards shape the RL reward; this job's method is ${method}`);
     }
   }
   if (judge.backend === 'onnx-prm' && !rawSpec.judge.model) {
@@ -96,11 +116,12 @@ export function crossFieldIssues(raw: RawManifest, m: RLJobManifest): FieldIssue
   }
   if (
     rawSpec.judge.teacher === 'frozen' &&
+    judge.backend !== 'reaction' &&
     !(judge.backend === 'llm' && !judge.baseURL && judge.model === m.spec.model.path)
   ) {
     add(
       ['judge', 'teacher'],
-      `a frozen teacher is the in-job judge engines serving the initial policy (judge.backend llm, no baseURL, judge.model unset); this judge is ${judge.baseURL ? 'an external endpoint' : judge.backend === 'llm' ? `the model ${judge.model}` : judge.backend}. Use tracking`,
+      `a frozen teacher is in-job engines serving the initial policy (judge.backend llm with no baseURL and judge.model unset, or the reaction judge); this judge is ${judge.baseURL ? 'an external endpoint' : judge.backend === 'llm' ? `the model ${judge.model}` : judge.backend}. Use tracking`,
     );
   }
   if (rawSpec.judge.threshold !== undefined && judge.backend !== 'onnx-prm') {
@@ -168,6 +189,9 @@ export function crossFieldIssues(raw: RawManifest, m: RLJobManifest): FieldIssue
     );
   } else if (train.hintSelect === 'topk-overlap' && train.distillTopK === undefined) {
     add(['train', 'hintSelect'], 'topk-overlap compares top-K sets; set train.distillTopK (e.g. 50) too');
+  }
+  if (rawSpec.env?.draw === 'without-oracle' && method === 'sft') {
+    add(['env', 'draw'], 'method sft plays no episodes; it trains on the oracle traces');
   }
   if (train.warmup && method === 'sft') {
     add(['train', 'warmup'], 'method sft already trains on the oracle traces; set train.steps instead');

@@ -6,6 +6,7 @@
  */
 import { TRACK_NAMES } from '../../actors/envs/track.js';
 import { RULES, type RuleName } from '../../actors/judge/rule-verifiers.js';
+import { STEP_RULES, type StepRuleName } from '../../actors/judge/step-rules.js';
 
 /** The env tracks plus `personal`, whose samples come from live sessions, not an env pool. */
 export const MANIFEST_TRACKS = ['personal', ...TRACK_NAMES] as const;
@@ -18,7 +19,7 @@ export type Method = (typeof METHODS)[number];
 export const JUDGE_BACKENDS = ['llm', 'onnx-prm', 'rule', 'reaction'] as const;
 export type JudgeBackendName = (typeof JUDGE_BACKENDS)[number];
 
-export { RULES, type RuleName };
+export { RULES, type RuleName, STEP_RULES, type StepRuleName };
 
 export interface TrackDefaults {
   /** Who casts the judge's votes when the method does not force an LLM (OPD needs hints). */

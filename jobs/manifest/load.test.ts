@@ -68,7 +68,14 @@ describe('parseManifest', () => {
       maxStaleness: 1,
       optimizer: { eps: 1e-8 },
     });
-    expect(m.spec.env).toEqual({ tasks: 'builtin', parallel: 16, split: 'train', seed: 0, settings: {} });
+    expect(m.spec.env).toEqual({
+      tasks: 'builtin',
+      draw: 'all',
+      parallel: 16,
+      split: 'train',
+      seed: 0,
+      settings: {},
+    });
     expect(m.spec.eval).toEqual({ everySteps: 20, tasks: 'builtin', split: 'heldout' });
     expect(m.spec.checkpoint).toEqual({
       dir: 'checkpoints/toolcall-grpo',
@@ -162,6 +169,15 @@ describe('parseManifest', () => {
     expect(() =>
       parseManifest(minimal('toolcall', 'rl', '  judge: { teacher: tracking }\n'), 'job.yaml'),
     ).toThrow(/only opd and combine have a teacher/);
+    // The reaction judge votes from the user's reactions; a frozen teacher is engines of its own.
+    const user = '  user: { preference: name:Sam }\n';
+    const reaction = (teacher: string) =>
+      parseManifest(
+        minimal('personal', 'combine', `  judge: { backend: reaction${teacher} }\n${user}`),
+        'job.yaml',
+      );
+    expect(reaction('').spec.judge.teacher).toBe('tracking');
+    expect(reaction(', teacher: frozen').spec.judge.teacher).toBe('frozen');
   });
 
   it('throws one ConfigError naming file:line:col, field, expectation and finding for every problem', () => {

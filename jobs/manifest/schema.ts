@@ -26,6 +26,7 @@ import {
   perMethod,
   perTrack,
   RULES,
+  STEP_RULES,
   TRACK_DEFAULTS,
 } from './defaults.js';
 
@@ -155,6 +156,32 @@ const modelSchema = section(
     maxQueue: count(1, 1_000_000, 'requests waiting per engine')
       .default(1024)
       .describe('Requests waiting per rollout engine before new ones are refused'),
+    weightDtype: oneOf(['float32', 'float16', 'bfloat16'] as const)
+      .optional()
+      .describe(
+        "How the engines store weights they export from safetensors (float16/bfloat16: half the engine's memory; onnxruntime computes in float32). Default float32",
+      ),
+    attention: oneOf(['standard', 'gqa'] as const)
+      .optional()
+      .describe(
+        "The engines' decoder graph: standard (optimum's) or gqa (onnxruntime's GroupQueryAttention). Default standard",
+      ),
+    intraOpNumThreads: count(1, 1024, 'threads per engine')
+      .optional()
+      .describe("Threads of each engine's onnxruntime intra-op pool. Default one per physical core"),
+    allowSpinning: bool()
+      .default(true)
+      .describe(
+        'Whether idle onnxruntime threads spin (lowest latency; false frees cores on a shared machine)',
+      ),
+    prefillChunkTokens: count(1, 1_048_576, 'prompt tokens per prefill step')
+      .default(512)
+      .describe('Prompt tokens per prefill step: prompt memory grows linearly'),
+    memoryBudgetMiB: num({ gt: 0 })
+      .optional()
+      .describe(
+        "MiB one request's cache and activations may take in an engine before it is refused (400). Default half the node's memory",
+      ),
     init: section({
       preset: oneOf(['tiny', 'small'] as const).describe('Model size preset (as `clawray model init`)'),
       seed: count(0, 2 ** 32 - 1, 'a 32-bit seed')
@@ -286,12 +313,17 @@ const judgeSchema = section({
   teacher: oneOf(['frozen', 'tracking'] as const)
     .optional()
     .describe(
-      'opd/combine: whose logprobs teach. frozen: the in-job judge engines serving the initial policy, never updated (OpenClaw-RL); tracking: the rollout engines, which follow every update. Default frozen with an in-job llm judge on spec.model, else tracking',
+      "opd/combine: whose logprobs teach. frozen: in-job engines serving the initial policy, never updated (OpenClaw-RL): the llm judge's engines, or with the reaction judge resources.judge.replicas engines started as teacher only; tracking: the rollout engines, which follow every update. Default frozen with an in-job llm judge on spec.model, else tracking",
+    ),
+  stepRule: oneOf(STEP_RULES)
+    .optional()
+    .describe(
+      "A rule that scores each turn (a process reward without a model judge): toolcall-step (a call's result is the answer, the answer reports the tool's result). The outcome stays judge.rule's",
     ),
   stepRewardCoef: num()
     .optional()
     .describe(
-      `Env tracks with a model judge: final reward = outcome + coef · mean per-turn score. Default ${DEFAULT_STEP_REWARD_COEF} for rl and combine`,
+      `Env tracks with a model judge or judge.stepRule: final reward = outcome + coef · mean per-turn score. Default ${DEFAULT_STEP_REWARD_COEF} for rl and combine`,
     ),
 });
 
@@ -369,6 +401,9 @@ const trainSchema = section({
       'SFT steps on the oracle traces of env.tasks before RL starts',
     ),
     lr: num({ gt: 0 }).optional().describe('Learning rate of the warm start. Default train.lr'),
+    batchSize: count(1, 1_000_000, 'samples of one step')
+      .optional()
+      .describe('Oracle turns per warm-start step. Default rollout.batchSize × rollout.samplesPerPrompt'),
   })
     .optional()
     .describe('SFT warm start from oracle traces (env tracks; not with method sft)'),
@@ -409,6 +444,11 @@ const envSchema = section({
   split: oneOf(['train', 'heldout', 'all'] as const)
     .default('train')
     .describe('Which tasks training draws from'),
+  draw: oneOf(['all', 'without-oracle'] as const)
+    .default('all')
+    .describe(
+      "Which of env.split's tasks RL episodes play: all, or only those without an oracle trace (the ones train.warmup could not imitate)",
+    ),
   seed: num({ int: true }).default(0).describe('Seed of the task order'),
   settings: z
     .record(z.string(), z.unknown(), { error: 'a mapping of track settings' })
@@ -447,7 +487,7 @@ const checkpointSchema = section({
 
 const userSchema = section({
   preference: text().describe(
-    "The simulated user's stable preference: signoff, prefix, lowercase, brackets or brief, optionally kind:param (signoff:-- ok, brief:5)",
+    "The simulated user's stable preference: signoff, prefix, lowercase, brackets, brief or name, optionally kind:param (signoff:-- ok, brief:5, name:Sam)",
   ),
   parallel: count(1, 1024, 'simulated users at once').default(4).describe('Simulated users chatting at once'),
   turnsPerSession: count(1, 10_000, 'replies of one session')
@@ -591,7 +631,7 @@ export function resolveManifest(raw: RawManifest) {
             : 'tracking'),
         stepRewardCoef:
           judge.stepRewardCoef ??
-          (envTrack && modelJudge && (method === 'rl' || method === 'combine')
+          (envTrack && (modelJudge || judge.stepRule) && (method === 'rl' || method === 'combine')
             ? DEFAULT_STEP_REWARD_COEF
             : undefined),
       },

@@ -16,6 +16,7 @@ import type { PlacementGroup } from '../../actors/runtime/placement-group.js';
 import type { TrainerShard } from '../../actors/trainer/trainer-shard.js';
 import { type PartitionPlan, planPartition, type Role } from '../manifest/partition.js';
 import type { RLJobManifest } from '../manifest/schema.js';
+import { engineOptions } from './engine-options.js';
 
 export interface ActorSetPaths {
   modelDir: string;
@@ -96,6 +97,8 @@ export async function createActorSet(
       // Every actor's process lives in its bundle: env pools and engines are CPU-heavy.
     });
     const r = spec.resources;
+    // The policy's engines and the judge's engines serve alike (spec.model's engine settings).
+    const engine = engineOptions(spec.model);
     set.engines = await Promise.all(
       Array.from({ length: r.rollout.replicas }, (_, i) =>
         cluster.createActor<RolloutEngine>({
@@ -104,9 +107,7 @@ export async function createActorSet(
           args: [
             {
               modelDir: paths.modelDir,
-              provider: spec.model.provider,
-              maxBatchSize: spec.model.maxBatchSize,
-              maxQueue: spec.model.maxQueue,
+              ...engine,
             },
           ],
           options: place('rollout', i, r.rollout.gpus),
@@ -176,7 +177,13 @@ export async function createActorSet(
       );
     }
     const judge = spec.judge;
-    if (judge.backend === 'llm' && !judge.baseURL) {
+    // In-job engines of the initial policy: an llm judge's voters, or the frozen OPD teacher of
+    // a reaction-judged job (whose votes come from the user's reactions, in the driver).
+    const frozenTeacher =
+      judge.backend === 'reaction' &&
+      judge.teacher === 'frozen' &&
+      (spec.method === 'opd' || spec.method === 'combine');
+    if ((judge.backend === 'llm' && !judge.baseURL) || frozenTeacher) {
       set.judgeEngines = await Promise.all(
         Array.from({ length: r.judge.replicas }, (_, i) =>
           cluster.createActor<RolloutEngine>({
@@ -185,9 +192,7 @@ export async function createActorSet(
             args: [
               {
                 modelDir: paths.judgeModelDir ?? paths.modelDir,
-                provider: spec.model.provider,
-                maxBatchSize: spec.model.maxBatchSize,
-                maxQueue: spec.model.maxQueue,
+                ...engine,
               },
             ],
             options: place('judge', i, r.judge.gpus),

@@ -19,6 +19,7 @@ import type { TrackTask } from '../../actors/envs/track.js';
 import { fnv1a } from '../../actors/envs/track.js';
 import { loadTasks, loadTrack } from '../../actors/envs/tracks.js';
 import { JudgePanel, type VoterRef } from '../../actors/judge/judge-panel.js';
+import { JudgeVoter } from '../../actors/judge/judge-voter.js';
 import { CONFIG_FILE } from '../../actors/models/model-dir.js';
 import type { RolloutEngine } from '../../actors/rollout/rollout-engine-actor.js';
 import { TurnFeedback } from '../../actors/rollout/turn-feedback.js';
@@ -89,7 +90,11 @@ export interface RLJobSummary {
   steps: number;
   /** What `heldout` measures: solved share of held-out tasks, or the simulated user's preference score. */
   metric: 'heldout_success' | 'preference_score';
-  heldout: { start: number | null; end: number | null };
+  /**
+   * The held-out figure before any training, after the SFT warm start (train.warmup: where RL
+   * starts; null without one), and at the end; end − afterWarmup is what RL itself added.
+   */
+  heldout: { start: number | null; afterWarmup: number | null; end: number | null };
   samplesPerSecond: number;
   trainerIdleRatio: number;
   rolloutIdleRatio: number;
@@ -218,7 +223,7 @@ export class RLDriver {
       o.submissionId,
     );
     o.log(
-      `actors ready: ${actors.engines.length} rollout engine(s), ${actors.trainers.length} trainer shard(s), ${actors.pools.length} env pool(s), ${actors.judgeEngines.length > 0 ? `${actors.judgeEngines.length} judge engine(s) (${spec.judge.model}, frozen${spec.method !== 'rl' ? `; teacher ${spec.judge.teacher}` : ''})` : `${actors.voters.length} judge voter(s)`}`,
+      `actors ready: ${actors.engines.length} rollout engine(s), ${actors.trainers.length} trainer shard(s), ${actors.pools.length} env pool(s), ${actors.judgeEngines.length > 0 ? `${actors.judgeEngines.length} judge engine(s) (${spec.judge.model ?? spec.model.path}, frozen${spec.method !== 'rl' ? `; teacher ${spec.judge.teacher}` : ''})` : `${actors.voters.length} judge voter(s)`}`,
     );
     this.runtime = `rollout ${tally(actors.runtime.rollout)}; trainer ${tally(actors.runtime.trainer)}`;
     o.log(`runtime: ${this.runtime}`);
@@ -268,6 +273,15 @@ export class RLDriver {
       if (spec.env && trainTasks.length === 0) {
         throw new ConfigError(`spec.env: no tasks in split '${spec.env.split}' of ${tasksPath}`);
       }
+      // env.draw without-oracle: RL plays what the warm start had no demonstration of.
+      const rlTasks =
+        spec.env?.draw === 'without-oracle' ? trainTasks.filter((t) => t.oracle.length === 0) : trainTasks;
+      if (spec.env && spec.method !== 'sft' && rlTasks.length === 0) {
+        throw new ConfigError(
+          `spec.env.draw: every task in split '${spec.env.split}' of ${tasksPath} has an oracle trace; nothing is left for RL to play`,
+          { fields: { field: 'spec.env.draw', tasks: tasksPath } },
+        );
+      }
       const evalTasks = evalTaskIds(tasks, spec.eval.split);
       // The id clients name: spec.model.name, else the model directory's name as the manifest gives it.
       const modelId = spec.model.name ?? basename(resolve(o.workingDir, spec.model.path));
@@ -281,7 +295,7 @@ export class RLDriver {
           rollout: rolloutFn,
         });
 
-      const runEval = async () => {
+      const runEval = async (afterWarmup = false) => {
         if (this.stopRequested || spec.eval.everySteps <= 0) return;
         const previous = this.phase;
         this.phase = 'evaluating';
@@ -293,11 +307,11 @@ export class RLDriver {
         });
         this.phase = previous;
         if (!r) return;
-        this.evals.push({ step: this.step, ...r });
+        this.evals.push({ step: this.step, ...r, ...(afterWarmup ? { afterWarmup } : {}) });
         this.metrics.success.set({ job: this.job, split: 'heldout' }, r.success);
         const personal = spec.track === 'personal';
         o.log(
-          `eval step ${this.step}: held-out ${personal ? 'preference score' : 'success'} ${r.success.toFixed(3)} (${r.episodes} ${personal ? 'sessions' : 'tasks'}, mean reward ${r.rewardMean.toFixed(3)}, ${r.seconds.toFixed(1)} s)`,
+          `eval ${afterWarmup ? 'after the warm start' : `step ${this.step}`}: held-out ${personal ? 'preference score' : 'success'} ${r.success.toFixed(3)} (${r.episodes} ${personal ? 'sessions' : 'tasks'}, mean reward ${r.rewardMean.toFixed(3)}, ${r.seconds.toFixed(1)} s)`,
         );
         if (r.sample) o.log(`eval sample: ${r.sample}`);
       };
@@ -327,7 +341,9 @@ export class RLDriver {
         this.rlStartedAt = performance.now();
         await runSft({
           traces,
-          batchSize: spec.rollout.batchSize * spec.rollout.samplesPerPrompt,
+          batchSize:
+            (sft ? undefined : spec.train.warmup?.batchSize) ??
+            spec.rollout.batchSize * spec.rollout.samplesPerPrompt,
           done: sftDone,
           total: sftSteps,
           lr: sft ? undefined : spec.train.warmup?.lr,
@@ -341,7 +357,7 @@ export class RLDriver {
               if (s === sftSteps) {
                 await this.publish(trainers, engines, true);
                 await this.checkpoint(trainers, ledger);
-                await runEval();
+                await runEval(true);
               }
               return;
             }
@@ -379,7 +395,7 @@ export class RLDriver {
           ledger,
           codec,
           remote,
-          trainTasks,
+          trainTasks: rlTasks,
           play,
           runEval,
         });
@@ -399,7 +415,7 @@ export class RLDriver {
         status: this.stopRequested ? 'stopped' : 'completed',
         steps: this.step,
         metric: spec.track === 'personal' ? 'preference_score' : 'heldout_success',
-        heldout: { start: this.evals[0]?.success ?? null, end: this.evals.at(-1)?.success ?? null },
+        heldout: heldoutSummary(this.evals),
         samplesPerSecond: p.samplesPerSecond,
         trainerIdleRatio: p.trainerIdleRatio,
         rolloutIdleRatio: p.rolloutIdleRatio,
@@ -463,7 +479,7 @@ export class RLDriver {
     remote: RemoteChatModel;
     trainTasks: TrackTask[];
     play(taskId: string, sampling: Sampling, slot: number): Promise<Episode>;
-    runEval(): Promise<void>;
+    runEval(afterWarmup?: boolean): Promise<void>;
   }): Promise<void> {
     const { spec, o } = this;
     const personal = spec.track === 'personal';
@@ -545,6 +561,16 @@ export class RLDriver {
       voteThreshold: spec.judge.voteThreshold,
       registry: o.registry,
     });
+    // judge.stepRule: a rule voter scores each turn; a pure function, so it votes in this process.
+    const stepPanel = spec.judge.stepRule
+      ? new JudgePanel(
+          [new JudgeVoter({ backend: 'rule', rule: spec.judge.stepRule }, { registry: o.registry })],
+          {
+            votes: 1,
+            registry: o.registry,
+          },
+        )
+      : undefined;
     const teacherEngines = spec.judge.teacher === 'frozen' ? c.judge.engines : c.engines;
     const opd = spec.method === 'opd' || spec.method === 'combine';
     const judgeLoop = runJudgeLoop({
@@ -561,6 +587,7 @@ export class RLDriver {
             panel,
             kind: personal ? 'turn' : 'episode',
             stepRewardCoef: spec.judge.stepRewardCoef,
+            stepPanel,
             outcomeRule: spec.judge.rule,
             opd,
             prm: spec.method === 'combine' || spec.method === 'rl',
@@ -828,6 +855,18 @@ function topLogprobsOn(
     (engine) => engine.call('computeTopLogprobs', [...prompt, ...response], prompt.length, temperature, k),
     isPeerLoss,
   );
+}
+
+/**
+ * The summary's held-out figures from a job's evaluations: the first (before any training), the
+ * one that ended the warm start, and the last.
+ */
+export function heldoutSummary(evals: readonly EvalRecord[]): RLJobSummary['heldout'] {
+  return {
+    start: evals[0]?.success ?? null,
+    afterWarmup: evals.find((e) => e.afterWarmup)?.success ?? null,
+    end: evals.at(-1)?.success ?? null,
+  };
 }
 
 /** 'onnxruntime/cpu ×2, onnxruntime/cuda' */

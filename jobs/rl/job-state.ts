@@ -41,6 +41,8 @@ export interface StepRecord {
 
 export interface EvalRecord extends EvalResult {
   step: number;
+  /** The evaluation that ended the SFT warm start (train.warmup): RL's starting point. */
+  afterWarmup?: boolean;
 }
 
 export interface DriverState {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { JudgePanel } from '../../actors/judge/judge-panel.js';
+import { JudgePanel } from '../../actors/judge/judge-panel.js';
+import { JudgeVoter } from '../../actors/judge/judge-voter.js';
 import type { JudgeInput } from '../../actors/judge/prompts.js';
 import type { Feedback } from '../../actors/rollout/turn-feedback.js';
 import type { TrajectoryRecord } from '../buffer/types.js';
@@ -191,5 +192,75 @@ describe('process + outcome on an env track (a model judge scores steps, the rul
       expect(adv[t]).toBeCloseTo(Math.SQRT1_2, 5);
       expect(adv[3 + t]).toBeCloseTo(-Math.SQRT1_2, 5);
     }
+  });
+});
+
+describe('process rewards from a step rule (judge.stepRule toolcall-step)', () => {
+  /** A toolcall episode: a calculator call, the tool's reply, then a boxed answer. */
+  function episode(prefix: string, expression: string, result: string, answer: string): TrajectoryRecord[] {
+    const system = { role: 'system', content: 'Use the calculator.' };
+    const user = { role: 'user', content: 'Sum 45 and 67.' };
+    const callMessage = {
+      role: 'assistant',
+      content: '',
+      tool_calls: [
+        {
+          id: 'call_1',
+          type: 'function',
+          function: { name: 'calculator', arguments: JSON.stringify({ expression }) },
+        },
+      ],
+    };
+    const reply = { role: 'tool', tool_call_id: 'call_1', content: result };
+    const final = { role: 'assistant', content: `\\boxed{${answer}}` };
+    const prompts = [
+      [system, user],
+      [system, user, callMessage, reply],
+    ];
+    return [0, 1].map((t) => {
+      const [r] = judgedGroup(0, [0], { prefix: `${prefix}-t${t}` });
+      return {
+        ...r,
+        trajectoryId: `${prefix}-${t}`,
+        turn: t,
+        messages: prompts[t] as TrajectoryRecord['messages'],
+        nextState: (t === 0 ? reply : final) as TrajectoryRecord['nextState'],
+        score: null,
+        extra: {
+          group: 'g',
+          groupSize: 2,
+          episode: prefix,
+          turns: 2,
+          responseText: t === 0 ? '' : `\\boxed{${answer}}`,
+          ...(t === 1 ? { finalMessages: [system, user, callMessage, reply, final] } : {}),
+        },
+      };
+    });
+  }
+
+  it("scores the call by its result and the answer by its faithfulness; the rule's outcome stays", async () => {
+    const outcomePanel = panel();
+    const stepPanel = new JudgePanel([new JudgeVoter({ backend: 'rule', rule: 'toolcall-step' })], {
+      votes: 1,
+    });
+    const o = options(outcomePanel.panel, {
+      kind: 'episode',
+      stepRewardCoef: 0.5,
+      stepPanel,
+      outcomeRule: 'boxed-answer',
+    });
+    // Right call, wrong copy: the call step earns +1 though the outcome is −1.
+    const miscopied = await judgeEpisode(episode('a', '45+67', '112', '121'), o, { answer: '112' });
+    expect(miscopied.map((r) => r.score)).toEqual([1, -1]);
+    expect(miscopied[0].extra?.reward).toBeCloseTo(-1 + 0.5 * 0, 10);
+    expect(miscopied.map((r) => r.extra?.stepReward)).toEqual([-0.5, -1.5]);
+    // Wrong operation, faithful copy: 0 for the call, +1 for the answer.
+    const wrongOp = await judgeEpisode(episode('b', '45*67', '3015', '3015'), o, { answer: '112' });
+    expect(wrongOp.map((r) => r.score)).toEqual([0, 1]);
+    expect(wrongOp[0].extra?.reward).toBeCloseTo(-1 + 0.5 * 0.5, 10);
+    const solved = await judgeEpisode(episode('c', '45+67', '112', '112'), o, { answer: '112' });
+    expect(solved[0].extra?.reward).toBeCloseTo(1.5, 10);
+    // The outcome panel (the rule voters) was never asked about steps.
+    expect(outcomePanel.seen).toHaveLength(0);
   });
 });

@@ -23,6 +23,7 @@ import type { JudgeReference } from '../../actors/judge/prompts.js';
 import { contentToText, formatHintForUser } from '../../actors/judge/prompts.js';
 import { applyRule, type RuleName } from '../../actors/judge/rule-verifiers.js';
 import { combineStepRewards } from '../../actors/judge/step-rewards.js';
+import { renderToolCalls } from '../../actors/judge/step-rules.js';
 import { hintCandidates } from '../../actors/judge/votes.js';
 import type { ChatMessage } from '../../actors/models/chat-template.js';
 import type { TopLogprobRows } from '../../actors/rollout/top-k.js';
@@ -47,8 +48,13 @@ export interface JudgeStageOptions {
   panel: JudgePanel;
   /** env: one outcome per episode (+ per-turn scores with a model judge); personal: per turn. */
   kind: 'episode' | 'turn';
-  /** Per-turn PRM scores are added to env outcomes with this weight (model judges only). */
+  /** Per-turn PRM scores are added to env outcomes with this weight (a model judge or a step rule). */
   stepRewardCoef?: number;
+  /**
+   * Who scores each turn when it is not `panel` (judge.stepRule: a rule voter such as
+   * `toolcall-step`, while `panel`'s rule voters give the outcome).
+   */
+  stepPanel?: JudgePanel;
   /** Env tracks with a model judge: the rule that gives the outcome (the track's judge.rule). */
   outcomeRule?: RuleName;
   /** opd / combine: judge every turn in OPD mode and score the hint with the teacher. */
@@ -97,6 +103,28 @@ const responseText = (r: TrajectoryRecord): string =>
 /** A judge input's conversation: the record's messages (the prompt the turn answered). */
 function judgeInput(r: TrajectoryRecord) {
   return { messages: r.messages, response: responseText(r), nextState: r.nextState };
+}
+
+/**
+ * The turn's whole output as a step judge reads it: its text and its tool calls in `<tool_call>`
+ * blocks. The record keeps only the text; the calls are in the conversation that follows (the
+ * next turn's prompt, or the episode's final messages), right after the turn's prompt.
+ */
+function stepInput(turns: readonly TrajectoryRecord[], i: number, reference: Record<string, unknown>) {
+  const r = turns[i];
+  const after =
+    (turns[i + 1]?.messages as ChatMessage[] | undefined) ??
+    (r.extra?.finalMessages as ChatMessage[] | undefined) ??
+    [];
+  const own = after[r.messages.length] as
+    | { role?: string; tool_calls?: Array<{ function: { name: string; arguments: string } }> }
+    | undefined;
+  const calls = own?.role === 'assistant' && Array.isArray(own.tool_calls) ? own.tool_calls : [];
+  const text = responseText(r);
+  const response =
+    calls.length > 0 ? [text, renderToolCalls(calls)].filter((t) => t !== '').join('\n') : text;
+  const answer = typeof reference.answer === 'string' ? { reference: { answer: reference.answer } } : {};
+  return { messages: r.messages, response, nextState: r.nextState, ...answer };
 }
 
 function withHint(messages: ChatMessage[], hint: string): ChatMessage[] {
@@ -158,7 +186,10 @@ export async function judgeEpisode(
     }
     let reward = outcome;
     if (o.stepRewardCoef !== undefined) {
-      const steps = await Promise.all(judged.map((r) => o.panel.judge(judgeInput(r), { mode: 'prm' })));
+      const stepPanel = o.stepPanel ?? o.panel;
+      const steps = await Promise.all(
+        judged.map((_, i) => stepPanel.judge(stepInput(judged, i, reference), { mode: 'prm' })),
+      );
       // Each turn's response is one step; its span is where its tokens sit in the episode's responses.
       let at = 0;
       const spans = judged.map((r) => {

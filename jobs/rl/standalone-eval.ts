@@ -17,6 +17,7 @@ import { loadPluginFunction, pluginLocation } from '../../common/plugin-module.j
 import type { RLJobManifest } from '../manifest/schema.js';
 import { ChatCodec } from './chat-codec.js';
 import { checkpointWeights } from './checkpoint-weights.js';
+import { engineOptions } from './engine-options.js';
 import { EnginePool } from './engine-pool.js';
 import { isContextLengthError, type RolloutFunction } from './episodes.js';
 import { type EvalTarget, recordedEval } from './eval-target.js';
@@ -120,9 +121,7 @@ export async function runStandaloneEval(o: StandaloneEvalOptions): Promise<Stand
           args: [
             {
               modelDir,
-              provider: spec.model.provider,
-              maxBatchSize: spec.model.maxBatchSize,
-              maxQueue: spec.model.maxQueue,
+              ...engineOptions(spec.model),
             },
           ],
           options: {

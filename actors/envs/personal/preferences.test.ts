@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../common/errors.js';
-import { allPreferences, makePreference, PREFERENCE_KINDS, satisfyingReply } from './preferences.js';
+import {
+  allPreferences,
+  makePreference,
+  PREFERENCE_KINDS,
+  realWords,
+  satisfyingReply,
+} from './preferences.js';
 
 const ok = (spec: Parameters<typeof makePreference>[0], reply: string) =>
   makePreference(spec).check(reply).ok;
@@ -55,6 +61,32 @@ describe('preference checkers', () => {
     expect(ok('brief:2', 'Call him Felix.')).toBe(false);
     expect(ok({ kind: 'brief', maxWords: 3, maxChars: 10 }, 'Felix, Tom')).toBe(true);
     expect(makePreference('brief').check('a b c d e f g').reason).toBe('7 words (> 5)');
+  });
+
+  it("name: the user's name and a comma, then an answer in real words", () => {
+    expect(ok('name', 'Sam, how about Milo? It is short.')).toBe(true);
+    expect(ok('name:Ann', '  Ann, try a quick stir fry.\n')).toBe(true);
+    expect(ok('name', 'How about Milo? It is short and friendly.')).toBe(false);
+    expect(ok('name', 'sam, how about Milo?')).toBe(false);
+    expect(ok('name', 'Sam how about Milo today?')).toBe(false);
+    // The name before noise or before too few words is no answer.
+    expect(ok('name', 'Sam, PPPP PPPP PPPP PPPP')).toBe(false);
+    expect(ok('name', 'Sam, Milo.')).toBe(false);
+    expect(ok('name', 'Sam, 42 7 a b')).toBe(false);
+    expect(ok({ kind: 'name', name: 'Sam', minWords: 1 }, 'Sam, Milo.')).toBe(true);
+    expect(makePreference('name').check('Sam, Milo.').reason).toBe("1 real word(s) after 'Sam,' (< 3)");
+    expect(makePreference('name:Ann').hint).toBe("The user wants every reply to start with 'Ann,'.");
+    for (const c of makePreference('name').corrections) expect(c).toContain('Sam');
+    expect(() => makePreference('name:Sam,')).toThrow(/letters/);
+    expect(() => makePreference({ kind: 'name', name: ' Sam' })).toThrow(ConfigError);
+  });
+
+  it('realWords counts words of two or more letters, not stutters, numbers or single letters', () => {
+    expect(realWords('How about Milo? It is short.')).toBe(6);
+    expect(realWords('In French that is "merci".')).toBe(5);
+    expect(realWords("j'aime le thé, à bientôt")).toBe(4);
+    expect(realWords('PPPP aaa a 42 --')).toBe(0);
+    expect(realWords('')).toBe(0);
   });
 
   it('every kind: a satisfying reply passes, the plain answer does not, and the texts name the rule', () => {

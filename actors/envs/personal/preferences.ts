@@ -2,7 +2,9 @@
  * The stable preferences of the personal track's simulated user: style rules that can be checked
  * on the reply text alone, that a random policy almost never meets by chance, and that a
  * few-million-parameter byte-level model can pick up from judge votes and hints in a few hundred
- * steps (a fixed opener or sign-off, lowercase only, brackets, brevity).
+ * steps (a fixed opener or sign-off, lowercase only, brackets, brevity). `name` is the one that
+ * needs words: the reply opens with the user's name and goes on to answer in real words, so
+ * short noise cannot meet it (the others accept "PPPP" after the marker, or as the whole reply).
  *
  * Each preference carries three texts, one per party that talks about it:
  * - corrections, what the user says after a reply that missed it (the negative evidence an
@@ -12,7 +14,7 @@
  */
 import { ConfigError } from '../../../common/errors.js';
 
-export const PREFERENCE_KINDS = ['signoff', 'prefix', 'lowercase', 'brackets', 'brief'] as const;
+export const PREFERENCE_KINDS = ['signoff', 'prefix', 'lowercase', 'brackets', 'brief', 'name'] as const;
 export type PreferenceKind = (typeof PREFERENCE_KINDS)[number];
 
 export type PreferenceSpec =
@@ -25,12 +27,19 @@ export type PreferenceSpec =
   /** The whole reply inside `[` … `]`. */
   | { kind: 'brackets' }
   /** At most `maxWords` words (default 6) and `maxChars` characters (default 40). */
-  | { kind: 'brief'; maxWords?: number; maxChars?: number };
+  | { kind: 'brief'; maxWords?: number; maxChars?: number }
+  /**
+   * Every reply starts with the user's name and a comma (`Sam, …`, default name `Sam`), then
+   * answers in at least `minWords` words (default 3) of two or more letters.
+   */
+  | { kind: 'name'; name?: string; minWords?: number };
 
 export const DEFAULT_SIGNOFF = '-- ok';
 export const DEFAULT_PREFIX = 'Sure:';
 export const DEFAULT_MAX_WORDS = 5;
 export const DEFAULT_MAX_CHARS = 30;
+export const DEFAULT_NAME = 'Sam';
+export const DEFAULT_MIN_WORDS = 3;
 
 export interface PreferenceCheck {
   ok: boolean;
@@ -58,6 +67,24 @@ const LETTER = /\p{L}/u;
 /** The text holds a letter or digit: an answer of some sort, whatever its shape. */
 export function hasContent(text: string): boolean {
   return CONTENT.test(text);
+}
+
+/** A word a reader would call one: two or more letters (inner apostrophes and hyphens allowed). */
+const REAL_WORD = /^\p{L}[\p{L}'’-]*\p{L}$/u;
+/** A letter three times in a row: what a collapsed byte-level policy writes ("PPPP"), not a word. */
+const STUTTER = /(\p{L})\1\1/u;
+const EDGE_PUNCTUATION = /^[^\p{L}]+|[^\p{L}]+$/gu;
+
+/**
+ * How many words of `text` a reader would call words: two or more letters once surrounding
+ * punctuation and quotes are stripped, no letter three times in a row. "How about Milo?" is 3;
+ * "PPPP", "a" and "42" are none.
+ */
+export function realWords(text: string): number {
+  return words(text).filter((w) => {
+    const core = w.replace(EDGE_PUNCTUATION, '');
+    return REAL_WORD.test(core) && !STUTTER.test(core);
+  }).length;
 }
 
 function words(text: string): string[] {
@@ -212,9 +239,46 @@ function brief(maxWords: number, maxChars: number): Preference {
   };
 }
 
+function name(person: string, minWords: number): Preference {
+  const opener = `${person},`;
+  return {
+    kind: 'name',
+    spec: { kind: 'name', name: person, minWords },
+    name: `name:${person}`,
+    hint: `The user wants every reply to start with '${opener}'.`,
+    corrections: [
+      `Please start by calling me ${person}.`,
+      `My name is ${person}; begin your reply with '${opener}'.`,
+      `You forgot my name again. Start with '${opener}'.`,
+      `Again: every reply should start with '${opener}'.`,
+      `I told you before: open with my name, ${person}.`,
+    ],
+    check(reply) {
+      const t = reply.trim();
+      if (!t.startsWith(opener)) return { ok: false, reason: `does not start with '${opener}'` };
+      const n = realWords(t.slice(opener.length));
+      // The name alone, or the name before noise, is no answer.
+      if (n < minWords) return { ok: false, reason: `${n} real word(s) after '${opener}' (< ${minWords})` };
+      return { ok: true, reason: `starts with '${opener}' and answers in ${n} words` };
+    },
+  };
+}
+
+function personName(value: unknown): string {
+  if (value === undefined) return DEFAULT_NAME;
+  // A name is letters (and inner spaces, hyphens, apostrophes): a comma follows it in the reply.
+  if (typeof value !== 'string' || !/^\p{L}[\p{L} '’-]*$/u.test(value) || value !== value.trim()) {
+    throw new ConfigError(
+      `preference name must be letters (a person's name, e.g. Sam), got ${JSON.stringify(value)}`,
+      { fields: { param: 'name' } },
+    );
+  }
+  return value;
+}
+
 /**
  * A preference from its spec, its kind name, or `kind:param` (`signoff:-- ok`, `prefix:Sure:`,
- * `brief:5`). Throws ConfigError on an unknown kind or a bad parameter.
+ * `brief:5`, `name:Sam`). Throws ConfigError on an unknown kind or a bad parameter.
  */
 export function makePreference(spec: PreferenceSpec | PreferenceKind | string): Preference {
   const s = typeof spec === 'string' ? parsePreferenceString(spec) : spec;
@@ -232,6 +296,8 @@ export function makePreference(spec: PreferenceSpec | PreferenceKind | string): 
         positiveInt(s.maxWords, 'maxWords', DEFAULT_MAX_WORDS),
         positiveInt(s.maxChars, 'maxChars', DEFAULT_MAX_CHARS),
       );
+    case 'name':
+      return name(personName(s.name), positiveInt(s.minWords, 'minWords', DEFAULT_MIN_WORDS));
     default:
       throw unknownKind((s as { kind: unknown }).kind);
   }
@@ -260,6 +326,8 @@ function parsePreferenceString(text: string): PreferenceSpec {
       const n = Number(param);
       return { kind, maxWords: n };
     }
+    case 'name':
+      return param ? { kind, name: param } : { kind };
     default:
       throw unknownKind(kind);
   }
@@ -286,5 +354,7 @@ export function satisfyingReply(preference: Preference, answer = 'here is my ans
       const short = words(answer).slice(0, s.maxWords!).join(' ').slice(0, s.maxChars!).trim();
       return short || 'ok';
     }
+    case 'name':
+      return `${s.name}, ${answer}`;
   }
 }
