@@ -37,6 +37,15 @@ function inMemoryAllReduce(ranks: number): GradientReducer[] {
   });
 }
 
+/** The largest |difference| between two trainers' weights. */
+function maxWeightDiff(a: PolicyTrainer, b: PolicyTrainer): number {
+  const wb = b.decoder.readWeights();
+  let max = 0;
+  for (const [name, w] of a.decoder.readWeights())
+    for (let i = 0; i < w.length; i++) max = Math.max(max, Math.abs(w[i] - wb.get(name)![i]));
+  return max;
+}
+
 describe('PolicyTrainer', () => {
   const root = mkdtempSync(join(tmpdir(), 'clawray-trainer-'));
   let model: ModelDir;
@@ -130,12 +139,7 @@ describe('PolicyTrainer', () => {
     expect(b.loss).toBeCloseTo(a.loss, 6);
     expect(b.entropy).toBeCloseTo(a.entropy, 5);
     expect(a.entropy).toBeGreaterThan(5); // near-uniform over 384 tokens: ln 384 ≈ 5.95
-    const wa = whole.decoder.readWeights();
-    const wb = micro.decoder.readWeights();
-    let maxDiff = 0;
-    for (const [name, w] of wa)
-      for (let i = 0; i < w.length; i++) maxDiff = Math.max(maxDiff, Math.abs(w[i] - wb.get(name)![i]));
-    expect(maxDiff).toBeLessThan(1e-6);
+    expect(maxWeightDiff(whole, micro)).toBeLessThan(1e-6);
     whole.decoder.dispose();
     micro.decoder.dispose();
   });
@@ -295,12 +299,7 @@ describe('PolicyTrainer', () => {
     expect(b.tisTruncated).toBe(0);
     expect(b.loss).toBeCloseTo(a.loss, 5);
     expect(b.gradNorm).toBeCloseTo(a.gradNorm, 4);
-    const wa = plain.decoder.readWeights();
-    const wb = tis.decoder.readWeights();
-    let maxDiff = 0;
-    for (const [name, w] of wa)
-      for (let i = 0; i < w.length; i++) maxDiff = Math.max(maxDiff, Math.abs(w[i] - wb.get(name)![i]));
-    expect(maxDiff).toBeLessThan(1e-6);
+    expect(maxWeightDiff(plain, tis)).toBeLessThan(1e-6);
     plain.decoder.dispose();
     tis.decoder.dispose();
   });
@@ -463,12 +462,7 @@ describe('PolicyTrainer', () => {
       expect(ma.loss).toBeCloseTo(mb.loss, 6);
     }
     // Scoring the reference swaps the loaded weights in and back: the trained ones are intact.
-    const wa = a.decoder.readWeights();
-    const wb = b.decoder.readWeights();
-    let maxDiff = 0;
-    for (const [name, w] of wa)
-      for (let i = 0; i < w.length; i++) maxDiff = Math.max(maxDiff, Math.abs(w[i] - wb.get(name)![i]));
-    expect(maxDiff).toBeLessThan(1e-6);
+    expect(maxWeightDiff(a, b)).toBeLessThan(1e-6);
     await expect(a.step([{ ...samples[0], refLogprobs: [-1] }])).rejects.toThrow(
       'sample 0: refLogprobs needs one value per response token (3)',
     );
