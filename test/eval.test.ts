@@ -154,6 +154,17 @@ describe('clawray eval (a job’s held-out evaluation on its own)', () => {
     expect(run.stderr).not.toContain('\r');
   });
 
+  it('starts RL with fresh AdamW moments after the warm start, and checkpoints them so', () => {
+    const trainerState = (step: number) =>
+      JSON.parse(readFileSync(join(checkpointDir, `step-${step}`, 'trainer_state.json'), 'utf8'));
+    // The warm start's last checkpoint is taken after the reset; RL's two steps then count from it.
+    expect(trainerState(60)).toMatchObject({ optimizerStep: 60, optimizerMomentSteps: 0 });
+    expect(trainerState(state.trainerStep)).toMatchObject({
+      optimizerStep: 62,
+      optimizerMomentSteps: 2,
+    });
+  });
+
   it('takes the submission dir as its newest checkpoint and ends with a human line', async () => {
     const last = state.evals.at(-1)!;
     const run = await clawray(['eval', checkpointDir, '--manifest', 'job.yaml']);

@@ -1,4 +1,12 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -38,6 +46,20 @@ function trainedState() {
 }
 
 describe('CheckpointManager', () => {
+  it('keeps the moments-reset count (AdamW.resetMoments), and reads older files without it', () => {
+    const { weights, shapes, opt } = trainedState();
+    opt.resetMoments();
+    const mgr = new CheckpointManager({ dir: join(dir, 'ckpt-reset') });
+    mgr.save({ step: 3, weights, shapes, optimizerState: opt.state() });
+    expect(mgr.load(3).optimizerState).toMatchObject({ step: 2, momentSteps: 0 });
+    // A file written before the field existed: the moments are as old as the steps.
+    const file = join(dir, 'ckpt-reset', 'step-3', TRAINER_STATE_FILE);
+    const state = JSON.parse(readFileSync(file, 'utf8'));
+    delete state.optimizerMomentSteps;
+    writeFileSync(file, JSON.stringify(state));
+    expect(mgr.load(3).optimizerState).toMatchObject({ step: 2, momentSteps: 2 });
+  });
+
   it('save → load is bit-identical', () => {
     const { weights, shapes, opt } = trainedState();
     const mgr = new CheckpointManager({ dir: join(dir, 'ckpt') });

@@ -78,6 +78,8 @@ interface TrainerStateFile {
   version: number;
   step: number;
   optimizerStep: number | null;
+  /** AdamW's bias-correction t when it differs from optimizerStep (moments reset); absent in older files. */
+  optimizerMomentSteps?: number | null;
   rngState: Json;
   dataCursor: Json;
   extra: Json;
@@ -230,6 +232,7 @@ export class CheckpointManager {
       version: STATE_VERSION,
       step,
       optimizerStep: optimizerState ? optimizerState.step : null,
+      optimizerMomentSteps: optimizerState ? (optimizerState.momentSteps ?? optimizerState.step) : null,
       rngState: input.rngState ?? null,
       dataCursor: input.dataCursor ?? null,
       extra: input.extra ?? null,
@@ -368,7 +371,13 @@ export class CheckpointManager {
           );
         }
       }
-      optimizerState = { step: optimizerStep, m, v };
+      // AdamW.loadState checks it against the step.
+      optimizerState = {
+        step: optimizerStep,
+        momentSteps: state.optimizerMomentSteps ?? optimizerStep,
+        m,
+        v,
+      };
     }
 
     return {

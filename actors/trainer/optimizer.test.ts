@@ -66,6 +66,33 @@ describe('AdamW', () => {
     expect(opt.state().m.has('b')).toBe(false);
   });
 
+  it('resetMoments() steps as a fresh AdamW does, keeps counting steps, and survives state()/loadState()', () => {
+    const grads = (t: number) => new Map([['x', f32(Math.sin(t), 0.5 - t / 10)]]);
+    const used = new AdamW({ lr: 0.01 });
+    const p = new Map([['x', f32(0.1, -0.2)]]);
+    for (let t = 0; t < 4; t++) used.step(p, grads(t));
+    used.resetMoments();
+    expect(used.stepsTaken).toBe(4);
+    const fresh = new AdamW({ lr: 0.01 });
+    const q = new Map([['x', p.get('x')!.slice()]]);
+    used.step(p, grads(7));
+    fresh.step(q, grads(7));
+    expect(new Uint32Array(p.get('x')!.buffer)).toEqual(new Uint32Array(q.get('x')!.buffer));
+    expect(used.stepsTaken).toBe(5);
+    // A checkpoint taken after the reset resumes with the reset's bias correction.
+    const saved = used.state();
+    expect(saved).toMatchObject({ step: 5, momentSteps: 1 });
+    const resumed = new AdamW({ lr: 0.01 });
+    resumed.loadState(saved);
+    const r = new Map([['x', p.get('x')!.slice()]]);
+    used.step(p, grads(8));
+    resumed.step(r, grads(8));
+    expect(new Uint32Array(r.get('x')!.buffer)).toEqual(new Uint32Array(p.get('x')!.buffer));
+    expect(() => resumed.loadState({ ...saved, momentSteps: 9 })).toThrow(
+      /momentSteps must be a whole number in \[0, step 5\]/,
+    );
+  });
+
   it('state()/loadState() continue bit-identically', () => {
     const make = () =>
       new Map([

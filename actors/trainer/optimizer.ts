@@ -29,6 +29,11 @@ export interface AdamWOptions {
 export interface AdamWState {
   /** Optimizer steps taken (the next step is `step + 1`). */
   step: number;
+  /**
+   * Steps the moments have accumulated (Adam's bias-correction t): `step` unless the moments
+   * were reset (`AdamW.resetMoments`) since. Absent: `step`.
+   */
+  momentSteps?: number;
   /** First moments (exp_avg) by parameter name. */
   m: Map<string, Float32Array>;
   /** Second moments (exp_avg_sq) by parameter name. */
@@ -50,7 +55,9 @@ export class AdamW {
   readonly eps: number;
   readonly weightDecay: number;
   private stepCount = 0;
-  /** β1ᵗ and β2ᵗ for the current step count, built by repeated multiplication. */
+  /** Steps since the moments started (t of the bias correction; see resetMoments). */
+  private momentSteps = 0;
+  /** β1ᵗ and β2ᵗ for t = momentSteps, built by repeated multiplication. */
   private beta1Pow = 1;
   private beta2Pow = 1;
   private readonly m = new Map<string, Float32Array>();
@@ -76,6 +83,19 @@ export class AdamW {
   /** Optimizer steps taken so far. */
   get stepsTaken(): number {
     return this.stepCount;
+  }
+
+  /**
+   * Forgets the moments (and restarts the bias correction) but keeps the step count: a new
+   * objective starts from a fresh AdamW, as an RL job that loads an SFT checkpoint does, while
+   * steps (checkpoint names, schedules, seeds) keep counting.
+   */
+  resetMoments(): void {
+    this.m.clear();
+    this.v.clear();
+    this.momentSteps = 0;
+    this.beta1Pow = 1;
+    this.beta2Pow = 1;
   }
 
   /**
@@ -108,6 +128,7 @@ export class AdamW {
     }
     const [beta1, beta2] = this.betas;
     this.stepCount += 1;
+    this.momentSteps += 1;
     this.beta1Pow *= beta1;
     this.beta2Pow *= beta2;
     const bc1 = 1 - this.beta1Pow;
@@ -143,13 +164,19 @@ export class AdamW {
   state(): AdamWState {
     const copy = (src: Map<string, Float32Array>) =>
       new Map([...src].map(([k, a]) => [k, a.slice()] as const));
-    return { step: this.stepCount, m: copy(this.m), v: copy(this.v) };
+    return { step: this.stepCount, momentSteps: this.momentSteps, m: copy(this.m), v: copy(this.v) };
   }
 
   /** Replaces the moments and the step count with a copy of `state`. */
   loadState(state: AdamWState): void {
     if (!Number.isSafeInteger(state.step) || state.step < 0) {
       throw new ConfigError(`AdamW state: step must be a whole number ≥ 0, got ${String(state.step)}`);
+    }
+    const momentSteps = state.momentSteps ?? state.step;
+    if (!Number.isSafeInteger(momentSteps) || momentSteps < 0 || momentSteps > state.step) {
+      throw new ConfigError(
+        `AdamW state: momentSteps must be a whole number in [0, step ${state.step}], got ${String(momentSteps)}`,
+      );
     }
     for (const [name, m] of state.m) {
       const v = state.v.get(name);
@@ -176,9 +203,10 @@ export class AdamW {
       this.v.set(name, state.v.get(name)!.slice());
     }
     this.stepCount = state.step;
+    this.momentSteps = momentSteps;
     this.beta1Pow = 1;
     this.beta2Pow = 1;
-    for (let i = 0; i < state.step; i++) {
+    for (let i = 0; i < momentSteps; i++) {
       this.beta1Pow *= this.betas[0];
       this.beta2Pow *= this.betas[1];
     }

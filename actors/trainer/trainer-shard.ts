@@ -196,6 +196,15 @@ export class TrainerShard extends CollectiveMember {
     return metrics;
   }
 
+  /**
+   * Starts AdamW's moments afresh (the step count goes on): called where the objective changes,
+   * after a job's SFT warm start, so RL's first steps are not shaped by SFT's moments.
+   */
+  async resetOptimizer(): Promise<void> {
+    const { trainer } = await this.loading;
+    trainer.adam.resetMoments();
+  }
+
   /** The current weights by Hugging Face name, adapters merged (what rollout engines serve). */
   async readWeights(): Promise<Record<string, Float32Array>> {
     return Object.fromEntries((await this.loading).trainer.decoder.readMergedWeights());

@@ -61,7 +61,12 @@ describe('env.draw and train.warmup.batchSize', () => {
       'j',
     );
     expect(m.spec.env?.draw).toBe('without-oracle');
-    expect(m.spec.train.warmup).toMatchObject({ steps: 10, batchSize: 16 });
+    // RL starts with fresh AdamW moments unless told to keep the warm start's.
+    expect(m.spec.train.warmup).toMatchObject({ steps: 10, batchSize: 16, resetOptimizer: true });
+    const keep = '  train: { warmup: { steps: 10, resetOptimizer: false } }\n';
+    expect(parseManifest(manifest('toolcall', 'rl', keep), 'j').spec.train.warmup?.resetOptimizer).toBe(
+      false,
+    );
     expect(parseManifest(manifest('toolcall', 'rl', ''), 'j').spec.env?.draw).toBe('all');
   });
 

@@ -404,6 +404,11 @@ const trainSchema = section({
     batchSize: count(1, 1_000_000, 'samples of one step')
       .optional()
       .describe('Oracle turns per warm-start step. Default rollout.batchSize × rollout.samplesPerPrompt'),
+    resetOptimizer: bool()
+      .default(true)
+      .describe(
+        "Start RL with fresh AdamW moments, as an RL job loading an SFT checkpoint does (the step count goes on); false keeps the warm start's",
+      ),
   })
     .optional()
     .describe('SFT warm start from oracle traces (env tracks; not with method sft)'),

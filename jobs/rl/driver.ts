@@ -355,6 +355,9 @@ export class RLDriver {
             if (!sft) {
               this.warmupDone = s;
               if (s === sftSteps) {
+                // RL starts with a fresh AdamW (train.warmup.resetOptimizer), before the
+                // checkpoint, so a resume from it continues with RL's optimizer.
+                if (spec.train.warmup?.resetOptimizer !== false) await trainers.resetOptimizer();
                 await this.publish(trainers, engines, true);
                 await this.checkpoint(trainers, ledger);
                 await runEval(true);

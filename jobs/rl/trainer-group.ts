@@ -189,7 +189,13 @@ export class TrainerGroup {
     return new Map(Object.entries(out.weights));
   }
 
+  /** Starts every shard's AdamW moments afresh (TrainerShard.resetOptimizer). */
+  async resetOptimizer(): Promise<void> {
+    await Promise.all(this.shards.map((s) => s.call('resetOptimizer')));
+  }
+
   /** Saves a checkpoint of rank 0 (every rank holds the same weights); returns its path. */
+
   saveCheckpoint(dataCursor: number): Promise<string> {
     return this.shards[0].call('saveCheckpoint', { dataCursor });
   }
