@@ -257,18 +257,21 @@ export class DecoderWeights {
       this.loraBase.delete(name);
       await setImmediate();
     }
-    // Merged on worker threads, in parallel; each result is written as it arrives. Every merge
-    // is awaited before a failure is reported, so none writes after apply() has returned.
-    const merged = await Promise.allSettled(
-      merges.map(async (m) => {
+    // Merged on worker threads, as many at a time as there are threads (so only that many
+    // tensors are in flight); each result is written as it arrives. Every merge is awaited before
+    // a failure is reported, so none writes after apply() has returned.
+    const pending = [...merges];
+    const lane = async () => {
+      for (let m = pending.shift(); m; m = pending.shift()) {
         let base = this.loraBase.get(m.target);
         if (!base) {
           base = this.read(m.target);
           this.loraBase.set(m.target, base);
         }
         write(m.target, await this.merger.merge(base, m.A, m.B, loraScale!, m));
-      }),
-    );
+      }
+    };
+    const merged = await Promise.allSettled(Array.from({ length: this.merger.size }, lane));
     const failed = merged.find((r) => r.status === 'rejected');
     if (failed) throw (failed as PromiseRejectedResult).reason;
     return { tensors: [...full.keys(), ...merges.map((m) => m.target)], bytesWritten };

@@ -3,8 +3,8 @@
  * 440 M weights × rank multiply-adds (seconds of CPU): on the event loop it would stall every
  * decode step and request of the engine meanwhile, and on one thread it would leave a GPU
  * box's other cores idle. Tensors are merged in parallel on up to `size` threads; each task
- * copies its inputs to the thread (the base is kept for later merges) and the result comes back
- * transferred. A thread that dies fails its tasks with MergeWorkerError and is replaced on the
+ * moves compact copies of its inputs to the thread (the caller keeps its base for later merges)
+ * and the result comes back transferred. A thread that dies fails its tasks with MergeWorkerError and is replaced on the
  * next task.
  */
 import { availableParallelism } from 'node:os';
@@ -75,7 +75,17 @@ export class LoraMergePool {
     dims: MergeDims,
   ): Promise<Float32Array> {
     return new Promise((resolve, reject) => {
-      const task: MergeTask = { id: this.nextId++, base, A, B, scale, dims };
+      // Compact copies, transferred: posting a view would copy its whole ArrayBuffer (an update's
+      // adapters often share one), and the caller keeps its base for later merges.
+      const task: MergeTask = {
+        id: this.nextId++,
+        base: base.slice(),
+        A: A.slice(),
+        B: B.slice(),
+        scale,
+        // Only the three numbers: a caller's `dims` may carry more (the arrays themselves).
+        dims: { out: dims.out, in: dims.in, rank: dims.rank },
+      };
       this.queue.push({ task, pending: { resolve, reject } });
       this.dispatch();
     });
@@ -98,7 +108,7 @@ export class LoraMergePool {
       const { task, pending } = this.queue.shift()!;
       this.pending.set(task.id, pending);
       slot.busy.add(task.id);
-      slot.worker.postMessage(task);
+      slot.worker.postMessage(task, [task.base.buffer, task.A.buffer, task.B.buffer] as ArrayBuffer[]);
     }
   }
 
