@@ -6,6 +6,7 @@ import { JsonlTurnSink, TurnRecorder } from '../actors/rollout/capture-recorder.
 import { createOpenAiServer } from '../actors/rollout/openai-server.js';
 import { RolloutModel } from '../actors/rollout/rollout-model.js';
 import { resolveClientToken } from '../common/auth.js';
+import { ConfigError } from '../common/errors.js';
 import { createLogger } from '../common/logger.js';
 import { onShutdownSignal } from './cli-errors.js';
 import { choice, int, num } from './cli-parse.js';
@@ -73,6 +74,7 @@ export function registerServeCommand(program: Command): void {
       num('--memory-budget-mib'),
     )
     .action(async (o) => {
+      if (o.memoryBudgetMib === 0) throw new ConfigError('--memory-budget-mib expects a number > 0, got 0');
       const logger = createLogger({ component: 'serve' });
       const registry = new Registry();
       const model = await RolloutModel.load({

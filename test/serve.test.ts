@@ -189,6 +189,13 @@ describe('clawray serve with a random model, driven by the openai client', () =>
     });
     expect(await new Promise((r) => bad.once('exit', r))).toBe(2);
     expect(stderr).toContain('--dtype expects one of float32, float16, bfloat16');
+    const zero = serve('--memory-budget-mib', '0');
+    let zeroErr = '';
+    zero.stderr!.on('data', (d) => {
+      zeroErr += d;
+    });
+    expect(await new Promise((r) => zero.once('exit', r))).toBe(2);
+    expect(zeroErr).toContain('--memory-budget-mib expects a number > 0, got 0');
 
     const small = serve('--memory-budget-mib', '0.05', '--prefill-chunk-tokens', '16');
     try {
