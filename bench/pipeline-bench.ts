@@ -42,7 +42,7 @@ metadata: { name: bench-${regime}-${async ? 'async' : 'sync'} }
 spec:
   track: toolcall
   method: rl
-  model: { path: ./model, init: { preset: tiny }, chatTemplate: ${join(examples, 'chat_template.jinja')} }
+  model: { path: ./model, init: { preset: tiny }, chatTemplate: builtin:compact-tools }
   rollout: { batchSize: ${BATCH}, samplesPerPrompt: ${SAMPLES_PER_PROMPT}, maxTurns: 2, maxTokens: 48 }
   train: { steps: ${STEPS}, lr: 1.0e-4, async: ${async}${async ? `, maxStaleness: ${MAX_STALENESS}` : ''} }
   env:

@@ -5,11 +5,11 @@
  * the job measured before training.
  */
 import { spawn } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { distEntry, packageRoot } from '../common/package-root.js';
+import { distEntry } from '../common/package-root.js';
 import type { DriverState } from '../jobs/rl/job-state.js';
 
 /** Six products, each once in train and once held out: 60 SFT steps solve some of them. */
@@ -54,7 +54,7 @@ metadata: { name: tc-eval }
 spec:
   track: toolcall
   method: rl
-  model: { path: ./model, init: { preset: tiny, seed: 0 }, chatTemplate: ./chat_template.jinja }
+  model: { path: ./model, init: { preset: tiny, seed: 0 }, chatTemplate: builtin:compact-tools }
   rollout: { batchSize: 2, samplesPerPrompt: 4, maxTurns: 3, maxTokens: 40, temperature: 0.3 }
   judge: { backend: rule, rule: boxed-answer }
   train: { steps: 2, lr: 3.0e-4, warmup: { steps: 60, lr: 2.0e-2 } }
@@ -109,10 +109,6 @@ describe('clawray eval (a job’s held-out evaluation on its own)', () => {
   beforeAll(async () => {
     mkdirSync(jobDir, { recursive: true });
     writeFileSync(join(jobDir, 'tasks.jsonl'), tasksFile());
-    copyFileSync(
-      join(packageRoot(), 'examples', 'toolcall', 'chat_template.jinja'),
-      join(jobDir, 'chat_template.jinja'),
-    );
     writeFileSync(join(jobDir, 'job.yaml'), JOB);
     job = await clawray(['rljob', 'run', 'job.yaml'], 280_000);
     if (job.code !== 0) throw new Error(`the job failed (${job.code}):\n${job.stdout}\n${job.stderr}`);

@@ -26,7 +26,8 @@ export function testsPassedReward(passed: number, total: number): number {
 /**
  * Outcome rules a `rule` judge voter applies, one per kind of track outcome:
  * - `boxed-answer`: math / tool-call tracks, last `\boxed{}` vs `reference.answer` (±1);
- * - `tests-passed`: terminal track, `2·passed/total − 1` from `reference.testsPassed/testsTotal`;
+ * - `tests-passed`: terminal track, `2·passed/total − 1` from `reference.testsPassed/testsTotal`
+ *   (the environment's `reference.reward` when no tests ran);
  * - `env-reward`: GUI / SWE tracks, whose environment already decided (`reference.reward`).
  */
 export const RULES = ['boxed-answer', 'tests-passed', 'env-reward'] as const;
@@ -48,10 +49,14 @@ export function applyRule(rule: RuleName, response: string, reference: JudgeRefe
       reward = boxedAnswerVerifier(reference.answer)(response);
       break;
     case 'tests-passed':
-      if (reference.testsPassed === undefined || reference.testsTotal === undefined) {
+      if (reference.testsPassed !== undefined && reference.testsTotal !== undefined) {
+        reward = testsPassedReward(reference.testsPassed, reference.testsTotal);
+      } else if (typeof reference.reward === 'number' && Number.isFinite(reference.reward)) {
+        // No test run to count (an episode ended for malformed calls): the environment decided.
+        reward = reference.reward;
+      } else {
         throw new RangeError('tests-passed needs reference.testsPassed and reference.testsTotal');
       }
-      reward = testsPassedReward(reference.testsPassed, reference.testsTotal);
       break;
     case 'env-reward':
       if (typeof reference.reward !== 'number' || !Number.isFinite(reference.reward)) {

@@ -25,37 +25,15 @@
 import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { fnv1a, option, seededRandom } from '../task-gen.mjs';
 
-const args = process.argv.slice(2);
-const opt = (name, fallback) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? args[i + 1] : fallback;
-};
-const PER_VERB = Number(opt('per-verb', 200));
-const NOISY = Number(opt('noisy', 40));
-const SEED = Number(opt('seed', 11));
-const OUT = opt('out', join(dirname(fileURLToPath(import.meta.url)), 'verb-tasks.jsonl'));
+const PER_VERB = Number(option('per-verb', 200));
+const NOISY = Number(option('noisy', 40));
+const SEED = Number(option('seed', 11));
+const OUT = option('out', join(dirname(fileURLToPath(import.meta.url)), 'verb-tasks.jsonl'));
 
-// mulberry32
-let state = SEED >>> 0;
-function rand() {
-  state = (state + 0x6d2b79f5) >>> 0;
-  let t = state;
-  t = Math.imul(t ^ (t >>> 15), t | 1);
-  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-}
+const rand = seededRandom(SEED);
 const int = (lo, hi) => lo + Math.floor(rand() * (hi - lo + 1));
-
-// The task-file split rule (actors/envs/track.ts): held out when FNV-1a(question) % 5 == 0.
-function fnv1a(text) {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  return h >>> 0;
-}
 
 /** [verb prefix, operator, demonstrated cleanly] */
 const VERBS = [

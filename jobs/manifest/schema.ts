@@ -197,7 +197,9 @@ const modelSchema = section(
       ),
     chatTemplate: text()
       .optional()
-      .describe("A Jinja chat template file (relative to the working dir) used instead of the model's own"),
+      .describe(
+        "A Jinja chat template used instead of the model's own: a file (relative to the working dir), or builtin:compact-tools (Qwen's ChatML with the tools in one line: short prompts for small models)",
+      ),
   },
   'a mapping like { path: ./models/tiny }',
 );

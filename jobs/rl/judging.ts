@@ -23,7 +23,7 @@ import type { JudgeReference } from '../../actors/judge/prompts.js';
 import { contentToText, formatHintForUser } from '../../actors/judge/prompts.js';
 import { applyRule, type RuleName } from '../../actors/judge/rule-verifiers.js';
 import { combineStepRewards } from '../../actors/judge/step-rewards.js';
-import { renderToolCalls } from '../../actors/judge/step-rules.js';
+import { renderToolCalls } from '../../actors/judge/turn-input.js';
 import { hintCandidates } from '../../actors/judge/votes.js';
 import type { ChatMessage } from '../../actors/models/chat-template.js';
 import type { TopLogprobRows } from '../../actors/rollout/top-k.js';

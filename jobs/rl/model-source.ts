@@ -2,8 +2,8 @@
  * Where a job's policy model comes from: `spec.model.path` as it is, or, when the manifest
  * names an `init` preset and the path holds no model, a random model of that preset (what the
  * examples and tests train). `chatTemplate` swaps in another template, like vLLM's
- * `--chat-template`: the model dir is mirrored with links and the template file replaced, so
- * the user's directory is never written.
+ * `--chat-template` (a file, or one clawray ships: `builtin:compact-tools`): the model dir is
+ * mirrored with links and the template file replaced, so the user's directory is never written.
  */
 import { createHash } from 'node:crypto';
 import {
@@ -17,13 +17,44 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { join, resolve } from 'node:path';
+import {
+  BUILTIN_CHAT_TEMPLATES,
+  BUILTIN_TEMPLATE_PREFIX,
+} from '../../actors/models/builtin-chat-templates.js';
 import { CHAT_TEMPLATE_FILE } from '../../actors/models/chat-template.js';
 import { CONFIG_FILE } from '../../actors/models/model-dir.js';
 import { initRandomModel } from '../../actors/models/model-init.js';
 import { ConfigError } from '../../common/errors.js';
 import type { RLJobSpec } from '../manifest/schema.js';
 
-export function prepareModelDir(spec: RLJobSpec['model'], workingDir: string, dataDir: string): string {
+/** The template `spec.model.chatTemplate` names: a shipped one (`builtin:NAME`) or a file. */
+function chatTemplateText(value: string, workingDir: string): string {
+  if (value.startsWith(BUILTIN_TEMPLATE_PREFIX)) {
+    const name = value.slice(BUILTIN_TEMPLATE_PREFIX.length);
+    const text = BUILTIN_CHAT_TEMPLATES[name];
+    if (text === undefined) {
+      const known = Object.keys(BUILTIN_CHAT_TEMPLATES).map((n) => BUILTIN_TEMPLATE_PREFIX + n);
+      throw new ConfigError(
+        `spec.model.chatTemplate: no built-in template '${value}' (built in: ${known.join(', ')})`,
+        { fields: { field: 'spec.model.chatTemplate', value } },
+      );
+    }
+    return text;
+  }
+  const template = resolve(workingDir, value);
+  if (!existsSync(template)) {
+    throw new ConfigError(`spec.model.chatTemplate: ${template} does not exist`, {
+      fields: { field: 'spec.model.chatTemplate', path: template },
+    });
+  }
+  return readFileSync(template, 'utf8');
+}
+
+export function prepareModelDir(
+  spec: Pick<RLJobSpec['model'], 'path' | 'init' | 'chatTemplate'>,
+  workingDir: string,
+  dataDir: string,
+): string {
   let dir = resolve(workingDir, spec.path);
   if (!existsSync(join(dir, CONFIG_FILE))) {
     if (!spec.init) {
@@ -45,13 +76,7 @@ export function prepareModelDir(spec: RLJobSpec['model'], workingDir: string, da
     }
   }
   if (!spec.chatTemplate) return dir;
-  const template = resolve(workingDir, spec.chatTemplate);
-  if (!existsSync(template)) {
-    throw new ConfigError(`spec.model.chatTemplate: ${template} does not exist`, {
-      fields: { field: 'spec.model.chatTemplate', path: template },
-    });
-  }
-  const text = readFileSync(template, 'utf8');
+  const text = chatTemplateText(spec.chatTemplate, workingDir);
   const key = createHash('sha256').update(dir).update('\0').update(text).digest('hex').slice(0, 16);
   const mirror = join(dataDir, 'models', `templated-${key}`);
   if (existsSync(join(mirror, CHAT_TEMPLATE_FILE))) return mirror;

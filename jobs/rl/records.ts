@@ -38,8 +38,12 @@ export function episodeRecords(
   if (episode.customReward !== undefined) reference.custom = episode.customReward;
   const answer = (task as { answer?: unknown }).answer;
   if (typeof answer === 'string') reference.answer = answer;
-  for (const key of ['testsPassed', 'testsTotal'] as const) {
-    if (typeof episode.info[key] === 'number') reference[key] = episode.info[key];
+  // The terminal environment reports its last test run as info.tests; the tests-passed rule reads
+  // the counts from the reference.
+  const tests = episode.info.tests as { passed?: unknown; total?: unknown } | undefined;
+  if (typeof tests?.passed === 'number' && typeof tests.total === 'number') {
+    reference.testsPassed = tests.passed;
+    reference.testsTotal = tests.total;
   }
   return episode.turns.map((t, i) => ({
     trajectoryId: `${episodeId}-t${i}`,

@@ -41,18 +41,20 @@ function call(id: string, name: string, args: Record<string, unknown>): ToolCall
 
 /**
  * The oracle of a solution script: one `shell_exec` of it (through a file when it is too long for
- * one command), then a final message. Empty without a solution.
+ * one command), then a final message. Empty without a solution. The call turn has no text: SFT
+ * on oracle traces would otherwise teach the policy to narrate a "reference solution" it does not
+ * have before every command.
  */
 export function oracleFor(solution: string | undefined): Action[] {
   if (solution === undefined) return [];
   const run: Action =
     solution.length <= INLINE_SOLUTION_LIMIT
       ? {
-          content: 'I will run the reference solution.',
+          content: null,
           tool_calls: [call('oracle_1', 'shell_exec', { command: solution })],
         }
       : {
-          content: 'I will write the reference solution to a file and run it.',
+          content: null,
           tool_calls: [
             call('oracle_1', 'write_file', { path: ORACLE_SCRIPT_PATH, content: solution }),
             call('oracle_2', 'shell_exec', {
