@@ -10,8 +10,8 @@ import { goldPatchOracle } from '../envs/swe/task-file.js';
 import { JudgeVoter } from './judge-voter.js';
 import type { ConversationMessage, JudgeInput } from './prompts.js';
 import { applyStepRule, renderToolCalls } from './step-rules.js';
-import { editedText, issueTerms, sweReplyFailure } from './swe-step-rule.js';
-import { toolCallsIn } from './turn-input.js';
+import { editedText, issueTerms } from './swe-step-rule.js';
+import { commandReplyFailure, toolCallsIn } from './turn-input.js';
 
 const prompt: ConversationMessage[] = [
   { role: 'system', content: 'Fix the issue.' },
@@ -122,8 +122,8 @@ describe('swe-step', () => {
   });
 
   it('reads failures, issue terms and edits in the environment formats', () => {
-    expect(sweReplyFailure('wrote 4 bytes to min\n[exit code 0]')).toBeNull();
-    expect(sweReplyFailure('x\n[output cut at 1048576 bytes; the command was stopped]')).toMatch(
+    expect(commandReplyFailure('wrote 4 bytes to min\n[exit code 0]')).toBeNull();
+    expect(commandReplyFailure('x\n[output cut at 1048576 bytes; the command was stopped]')).toMatch(
       /output limit/,
     );
     expect(issueTerms('`parse_date` fails on 2024-01-05 in src/dates.py; see makeDate. The fix')).toEqual(

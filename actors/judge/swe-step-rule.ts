@@ -15,19 +15,15 @@
  */
 import { contentToText, type JudgeInput } from './prompts.js';
 import type { StepRuleScore } from './step-rule-score.js';
-import { lastToolReply, nextToolReply, type ParsedToolCall, questionOf, toolCallsIn } from './turn-input.js';
-
-const EXIT_CODE = /\[exit code (-?\w+)\]\s*$/;
-
-/** Why a swe tool reply reports a failure, or null when it reports success. */
-export function sweReplyFailure(reply: string): string | null {
-  if (/^Error:/.test(reply)) return 'the tool replied with an error';
-  if (/\[timed out after \d+ ms/.test(reply)) return 'the command timed out';
-  if (/\[output cut at \d+ bytes/.test(reply)) return 'the command hit the output limit';
-  const exit = EXIT_CODE.exec(reply);
-  if (exit && exit[1] !== '0') return `the command exited with ${exit[1]}`;
-  return null;
-}
+import {
+  commandReplyFailure,
+  lastToolReply,
+  nextToolReply,
+  type ParsedToolCall,
+  parsedCall,
+  questionOf,
+  toolCallsIn,
+} from './turn-input.js';
 
 /** The issue itself: the text inside `<issue>…</issue>` of the first user message, else all of it. */
 function issueText(input: JudgeInput): string {
@@ -80,7 +76,7 @@ export function editedText(call: ParsedToolCall): string | null {
 function scoreCallTurn(input: JudgeInput, calls: Array<ParsedToolCall | null>): StepRuleScore {
   if (calls.some((c) => c === null)) return { score: -1, reason: 'malformed tool call' };
   const reply = nextToolReply(input);
-  const failure = reply === null ? null : sweReplyFailure(reply);
+  const failure = reply === null ? null : commandReplyFailure(reply);
   if (failure) return { score: -1, reason: failure };
   const terms = issueTerms(issueText(input));
   const edits = calls.map((c) => editedText(c!)).filter((t): t is string => t !== null);
@@ -106,11 +102,8 @@ function earlierCalls(input: JudgeInput): Array<{ call: ParsedToolCall | null; r
     }
     for (const [k, raw] of (m.tool_calls as unknown[]).entries()) {
       const fn = (raw as { function?: { name?: unknown; arguments?: unknown } } | null)?.function;
-      const args = typeof fn?.arguments === 'string' ? fn.arguments : JSON.stringify(fn?.arguments ?? null);
-      const [call] = toolCallsIn(
-        `<tool_call>{"name": ${JSON.stringify(String(fn?.name ?? ''))}, "arguments": ${args}}</tool_call>`,
-      );
-      out.push({ call: call ?? null, reply: replies[k] ?? null });
+      const call = parsedCall(fn?.name, fn?.arguments);
+      out.push({ call, reply: replies[k] ?? null });
     }
   }
   return out;
@@ -119,11 +112,11 @@ function earlierCalls(input: JudgeInput): Array<{ call: ParsedToolCall | null; r
 function scoreAnswerTurn(input: JudgeInput): StepRuleScore {
   const last = lastToolReply(input);
   if (last === null) return { score: -1, reason: 'ends without running anything' };
-  const failure = sweReplyFailure(last);
+  const failure = commandReplyFailure(last);
   if (failure) return { score: -1, reason: `ends after a failure (${failure})` };
   const edited = earlierCalls(input).some(
     ({ call, reply }) =>
-      call !== null && editedText(call) !== null && reply !== null && sweReplyFailure(reply) === null,
+      call !== null && editedText(call) !== null && reply !== null && commandReplyFailure(reply) === null,
   );
   return edited
     ? { score: 1, reason: 'ends after a clean edit' }

@@ -3,8 +3,7 @@ import type { SandboxResult } from '../envs/sandbox/sandbox.js';
 import { formatCommandResult } from '../envs/terminal/tools.js';
 import type { JudgeInput } from './prompts.js';
 import { applyStepRule } from './step-rules.js';
-import { terminalReplyFailure } from './terminal-step-rule.js';
-import { renderToolCalls } from './turn-input.js';
+import { commandReplyFailure, renderToolCalls } from './turn-input.js';
 
 const shell = (command: string) =>
   renderToolCalls([{ function: { name: 'shell_exec', arguments: JSON.stringify({ command }) } }]);
@@ -77,8 +76,8 @@ describe('terminal-step', () => {
     expect(score(answerTurn()).score).toBe(-1);
   });
   it('reads the exit code only at the end of the reply', () => {
-    expect(terminalReplyFailure(run({ stdout: 'echo "[exit code 1]"' }))).toBeNull();
-    expect(terminalReplyFailure(run({ exitCode: 127 }))).toBe('the command exited with 127');
-    expect(terminalReplyFailure('wrote 5 bytes to notes.txt')).toBeNull();
+    expect(commandReplyFailure(run({ stdout: 'echo "[exit code 1]"' }))).toBeNull();
+    expect(commandReplyFailure(run({ exitCode: 127 }))).toBe('the command exited with 127');
+    expect(commandReplyFailure('wrote 5 bytes to notes.txt')).toBeNull();
   });
 });

@@ -14,22 +14,10 @@
  */
 import type { JudgeInput } from './prompts.js';
 import type { StepRuleScore } from './step-rule-score.js';
-import { lastToolReply, nextToolReply, questionOf, toolCallsIn } from './turn-input.js';
+import { commandReplyFailure, lastToolReply, nextToolReply, questionOf, toolCallsIn } from './turn-input.js';
 
 /** A file or directory name as instructions write them: `notes.txt`, `src/app.py`, `/workspace/out`. */
 const PATH = /(?:[\w.-]*\/)*[\w-]+\.[A-Za-z0-9]+|(?:[\w.-]+\/)+[\w.-]*/g;
-const EXIT_CODE = /\[exit code (-?\w+)\]\s*$/;
-
-/** Why a tool reply reports a failure, or null when it reports success. */
-export function terminalReplyFailure(reply: string): string | null {
-  if (/^Error:/.test(reply)) return 'the tool replied with an error';
-  if (/\[timed out after \d+ ms/.test(reply)) return 'the command timed out';
-  if (reply.includes('[output limit reached')) return 'the command hit the output limit';
-  const exit = EXIT_CODE.exec(reply);
-  if (exit && exit[1] !== '0') return `the command exited with ${exit[1]}`;
-  return null;
-}
-
 /** The paths the instruction names, trailing sentence punctuation dropped. */
 function instructionPaths(instruction: string): string[] {
   return (instruction.match(PATH) ?? []).map((p) => p.replace(/[.,;:]+$/, '')).filter((p) => p !== '');
@@ -38,7 +26,7 @@ function instructionPaths(instruction: string): string[] {
 function scoreCallTurn(input: JudgeInput, calls: ReturnType<typeof toolCallsIn>): StepRuleScore {
   if (calls.some((c) => c === null)) return { score: -1, reason: 'malformed tool call' };
   const reply = nextToolReply(input);
-  const failure = reply === null ? null : terminalReplyFailure(reply);
+  const failure = reply === null ? null : commandReplyFailure(reply);
   if (failure) return { score: -1, reason: failure };
   const paths = instructionPaths(questionOf(input));
   const args = calls.map((c) => JSON.stringify(c!.arguments)).join('\n');
@@ -50,7 +38,7 @@ function scoreCallTurn(input: JudgeInput, calls: ReturnType<typeof toolCallsIn>)
 function scoreAnswerTurn(input: JudgeInput): StepRuleScore {
   const last = lastToolReply(input);
   if (last === null) return { score: -1, reason: 'ends without running anything' };
-  const failure = terminalReplyFailure(last);
+  const failure = commandReplyFailure(last);
   return failure
     ? { score: -1, reason: `ends after a failure (${failure})` }
     : { score: 1, reason: 'ends after a command that succeeded' };

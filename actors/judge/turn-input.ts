@@ -9,15 +9,23 @@ const TOOL_CALL = /<tool_call>\s*([\s\S]*?)\s*<\/tool_call>/g;
 
 export type ParsedToolCall = { name: string; arguments: Record<string, unknown> };
 
+/** A tool call as the rules read it (name, parsed arguments), or null when it is not well formed. */
+export function parsedCall(name: unknown, rawArgs: unknown): ParsedToolCall | null {
+  try {
+    const args = typeof rawArgs === 'string' ? JSON.parse(rawArgs) : rawArgs;
+    if (typeof name !== 'string' || name === '' || args === null || typeof args !== 'object') return null;
+    return { name, arguments: args as Record<string, unknown> };
+  } catch {
+    return null;
+  }
+}
+
 /** The `<tool_call>` blocks of a response: parsed, or null for a block that is not a call. */
 export function toolCallsIn(response: string): Array<ParsedToolCall | null> {
   return [...response.matchAll(TOOL_CALL)].map((m) => {
     try {
       const v = JSON.parse(m[1]) as { name?: unknown; arguments?: unknown };
-      const args = typeof v.arguments === 'string' ? JSON.parse(v.arguments) : v.arguments;
-      if (typeof v.name !== 'string' || v.name === '' || args === null || typeof args !== 'object')
-        return null;
-      return { name: v.name, arguments: args as Record<string, unknown> };
+      return parsedCall(v.name, v.arguments);
     } catch {
       return null;
     }
@@ -54,4 +62,22 @@ export function lastToolReply(input: JudgeInput): string | null {
 /** The tool reply that answered this turn's calls (null for the episode's last turn). */
 export function nextToolReply(input: JudgeInput): string | null {
   return input.nextState?.role === 'tool' ? contentToText(input.nextState.content).trim() : null;
+}
+
+const EXIT_CODE = /\[exit code (-?\w+)\]\s*$/;
+
+/**
+ * Why a sandboxed command's reply reports a failure, or null when it reports success: an
+ * `Error:` reply, a timeout, the output limit (terminal's "[output limit reached", swe's
+ * "[output cut at N bytes"), or a non-zero exit code, read only at the end of the reply so the
+ * command's own output cannot fake one.
+ */
+export function commandReplyFailure(reply: string): string | null {
+  if (/^Error:/.test(reply)) return 'the tool replied with an error';
+  if (/\[timed out after \d+ ms/.test(reply)) return 'the command timed out';
+  if (/\[output limit reached|\[output cut at \d+ bytes/.test(reply))
+    return 'the command hit the output limit';
+  const exit = EXIT_CODE.exec(reply);
+  if (exit && exit[1] !== '0') return `the command exited with ${exit[1]}`;
+  return null;
 }
