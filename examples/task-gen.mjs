@@ -11,6 +11,17 @@ export function option(name, fallback) {
   return i >= 0 ? args[i + 1] : fallback;
 }
 
+/** `--name N` as a whole number ≥ 0 (the fallback when absent); anything else ends the script. */
+export function countOption(name, fallback) {
+  const raw = option(name, String(fallback));
+  const n = Number(raw);
+  if (raw === undefined || raw.trim() === '' || !Number.isSafeInteger(n) || n < 0) {
+    console.error(`--${name} must be a whole number ≥ 0, got ${raw === undefined ? 'nothing' : `'${raw}'`}`);
+    process.exit(2);
+  }
+  return n;
+}
+
 /** mulberry32: uniform floats in [0, 1) from a 32-bit seed. */
 export function seededRandom(seed) {
   let state = seed >>> 0;

@@ -93,6 +93,22 @@ describe('failures', () => {
     expect(err.message).toMatch(/exited with code 4|is dead/);
   });
 
+  it('ends an actor whose method hits a WebAssembly trap, and restarts it', async () => {
+    tc = new TestCluster();
+    await tc.startHead();
+    await tc.startWorker();
+    const cluster = await tc.connect();
+    const actor = await cluster.createActor({ module, className: 'Worker', options: { maxRestarts: 1 } });
+    const pid = (await actor.call('pid')) as number;
+    // The caller sees the actor die, not a RuntimeError from a process whose memory is suspect.
+    const err = await actor.call('trap').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ActorUnavailableError);
+    await eventually(() => !pidAlive(pid));
+    expect(await actor.call('pid')).not.toBe(pid);
+    const view = (await cluster.listActors()).find((x) => x.actorId === actor.actorId)!;
+    expect(view.numRestarts).toBe(1);
+  });
+
   it('declares a SIGKILLed worker dead within 3 s and fails its non-restartable actors', async () => {
     tc = new TestCluster();
     await tc.startHead();

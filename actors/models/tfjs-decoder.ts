@@ -17,6 +17,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { type Dims, dims as dimsOf, type ModelConfig } from './model-config.js';
+import { matMul2d, oneHotEmbed } from './plain-matmul.js';
 import { type RopeSpec, ropeFrequencies, writeRopeRow } from './rope.js';
 import { layerPrefix, type TensorSpec, type WeightMap, weightSpecs } from './weight-names.js';
 
@@ -374,7 +375,7 @@ export class TfjsDecoder {
       let h: tf.Tensor2D =
         mode === 'gather'
           ? (tf.gather(embed, ids) as tf.Tensor2D)
-          : tf.matMul(tf.oneHot(ids, d.vocab).toFloat(), embed as tf.Tensor2D);
+          : oneHotEmbed(ids, embed as tf.Tensor2D);
       const present: KvCache = [];
       for (let l = 0; l < d.layers; l++) {
         const entry = past !== undefined && past.length > 0 ? past[l] : undefined;
@@ -437,7 +438,10 @@ export class TfjsDecoder {
     const seed = this.dropoutSeed === undefined ? undefined : this.dropoutSeed * 1009 + this.dropoutCalls++;
     const input =
       this.training && this.loraDropout > 0 ? tf.dropout(x, this.loraDropout, undefined, seed) : x;
-    const delta = tf.matMul(tf.matMul(input, adapter.A, false, true), adapter.B, false, true);
+    const delta = matMul2d(
+      matMul2d(input as tf.Tensor2D, tf.transpose(adapter.A) as tf.Tensor2D),
+      tf.transpose(adapter.B) as tf.Tensor2D,
+    );
     return tf.add(y, tf.mul(delta, this.loraScale)) as tf.Tensor2D;
   }
 

@@ -18,16 +18,34 @@ function isThenable(v: unknown): v is PromiseLike<unknown> {
   return typeof (v as { then?: unknown } | null)?.then === 'function';
 }
 
+/**
+ * A WebAssembly trap (out-of-bounds access, an aborted module) leaves that module's memory in
+ * a state nothing can trust: tfjs-wasm, for one, aborts on a failed allocation and every later
+ * call fails or computes on garbage. Like a segfault in native code, it ends the process.
+ */
+export function isProcessFatal(err: unknown): boolean {
+  return err instanceof wasmRuntimeError;
+}
+// The WebAssembly namespace is a Node global that this project's type libraries do not declare.
+const wasmRuntimeError = (globalThis as unknown as { WebAssembly: { RuntimeError: typeof Error } }).WebAssembly
+  .RuntimeError;
+
 export class CallExecutor {
   private queue: CallTask[] = [];
   private head = 0;
   private running = 0;
   private idleWaiters: Array<() => void> = [];
 
+  /**
+   * `onFatal`: called instead of replying when a method fails with an error the process cannot
+   * survive (isProcessFatal); the host exits there, so the caller sees the actor die (and the
+   * runtime restarts it) rather than an error from an actor that is no longer sound.
+   */
   constructor(
     private readonly instance: Record<string, unknown>,
     private readonly className: string,
     private readonly maxConcurrency: number,
+    private readonly onFatal?: (err: unknown, method: string) => void,
   ) {}
 
   submit(task: CallTask): void {
@@ -94,6 +112,7 @@ export class CallExecutor {
   }
 
   private wrap(task: CallTask, err: unknown): ErrorInfoShape {
+    if (this.onFatal && isProcessFatal(err)) this.onFatal(err, task.method);
     return toErrorInfo(actorErrorFrom(err, `${this.className}.${task.method}`));
   }
 

@@ -4,6 +4,7 @@
  * imports the actor's module, constructs the actor and serves calls until told to stop.
  * If the agent goes away the process takes its whole process group down with it.
  */
+import { writeSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { Counter, register as defaultRegistry, Histogram, Registry } from 'prom-client';
@@ -146,7 +147,11 @@ async function init(command: InitCommand): Promise<void> {
   server.attach({
     actorId: command.actorId,
     incarnation: command.incarnation,
-    executor: new CallExecutor(instance!, command.className, maxConcurrency),
+    executor: new CallExecutor(instance!, command.className, maxConcurrency, (err, method) => {
+      // Written synchronously: the process exits on the next line.
+      writeSync(2, `${command.className}.${method} trapped: ${(err as Error).stack ?? err}\n`);
+      leave(HOST_EXIT.WASM_TRAP);
+    }),
     handleFactory,
     onCall: (_method, seconds, ok) => {
       calls.inc({ outcome: ok ? 'ok' : 'error' });

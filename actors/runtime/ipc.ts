@@ -46,6 +46,7 @@ export const HOST_EXIT = {
   INIT_FAILED: 11,
   PROTOCOL: 12,
   SERVER_FAILED: 13,
+  WASM_TRAP: 14,
 } as const;
 
 const EXIT_TEXT: Record<number, string> = {
@@ -55,6 +56,7 @@ const EXIT_TEXT: Record<number, string> = {
   [HOST_EXIT.INIT_FAILED]: 'failed to start the actor',
   [HOST_EXIT.PROTOCOL]: 'received a malformed command from its node agent',
   [HOST_EXIT.SERVER_FAILED]: 'could not start its gRPC server',
+  [HOST_EXIT.WASM_TRAP]: 'exited after a WebAssembly trap in a method (its memory could no longer be trusted)',
 };
 
 export function describeExit(code: number | null, signal: NodeJS.Signals | null): string {

@@ -10,6 +10,7 @@ import { TfjsDecoder, tokenLogprobs } from '../models/tfjs-decoder.js';
 import { weightSpecs } from '../models/weight-names.js';
 import { RolloutModel } from '../rollout/rollout-model.js';
 import { initLoraAdapters, type LoraConfig, loraScale, loraTargets, mergeLora } from './lora.js';
+import { passBytes } from './pass-memory.js';
 import {
   type GradientReducer,
   PolicyTrainer,
@@ -142,6 +143,25 @@ describe('PolicyTrainer', () => {
     expect(maxWeightDiff(whole, micro)).toBeLessThan(1e-6);
     whole.decoder.dispose();
     micro.decoder.dispose();
+  });
+
+  it('splits a batch that exceeds the pass memory budget into passes, with the same update', async () => {
+    const whole = new PolicyTrainer(new TfjsDecoder(model.config, model.weights), options);
+    const parameters = [...whole.decoder.trainableVariables.values()].reduce((n, v) => n + v.size, 0);
+    const width = Math.max(...samples.map((s) => s.tokenIds.length)) - 1;
+    const split = new PolicyTrainer(new TfjsDecoder(model.config, model.weights), {
+      ...options,
+      // Room for two of the longest samples per pass.
+      passMemoryBytes: passBytes(model.dims, parameters, { samples: 2, width }),
+    });
+    const a = await whole.step(samples);
+    const b = await split.step(samples);
+    expect(a.passes).toBe(1);
+    expect(b.passes).toBe(Math.ceil(samples.length / 2));
+    expect(b.loss).toBeCloseTo(a.loss, 6);
+    expect(maxWeightDiff(whole, split)).toBeLessThan(1e-6);
+    whole.decoder.dispose();
+    split.decoder.dispose();
   });
 
   it('trains only LoRA adapters with LoRA on, and publishes them merged', async () => {

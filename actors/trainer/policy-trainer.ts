@@ -20,7 +20,7 @@
  * the caller sets (0 for opd: the KL is the whole objective; w_rl·A for combine).
  */
 import * as tf from '@tensorflow/tfjs';
-import { ConfigError } from '../../common/errors.js';
+import { ClawrayError, ConfigError, registerErrorClass } from '../../common/errors.js';
 import type { TfjsDecoder } from '../models/tfjs-decoder.js';
 import { tokenLogprobs } from '../models/tfjs-decoder.js';
 import { clipGradNorm } from './grad-clip.js';
@@ -33,6 +33,7 @@ import {
 } from './losses.js';
 import { type LrScheduleOptions, lrAt } from './lr-schedule.js';
 import { AdamW, type AdamWOptions, canonicalOrder, flattenGrads, unflatten } from './optimizer.js';
+import { passBytes, planPasses } from './pass-memory.js';
 
 export interface TrainSample {
   /** Prompt followed by the response, exactly as the rollout engine produced them. */
@@ -93,10 +94,17 @@ export interface PolicyTrainerOptions {
   /** Weight of the entropy bonus (the mean token entropy is reported either way). Default 0. */
   entropyCoef?: number;
   /**
-   * Samples per forward/backward pass; a step accumulates the gradients of all its
-   * micro-batches before the one update. Default: the whole batch at once.
+   * Samples per forward/backward pass at most; a step accumulates the gradients of all its
+   * micro-batches before the one update. Default: as many as `passMemoryBytes` allows.
    */
   microBatchSize?: number;
+  /**
+   * The memory one forward/backward pass may keep (activations and gradients, estimated from
+   * the model's shape and the samples' padded lengths: pass-memory.ts). A batch is split into
+   * micro-batches of similar lengths that fit; a sample that alone exceeds it is trained alone.
+   * Default 1 GiB (the wasm backend's whole heap is capped at 4 GiB).
+   */
+  passMemoryBytes?: number;
   /** Replaces the RL loss (PPO clip + KL + entropy) of `method: 'rl'` steps. */
   customLoss?: CustomLoss;
   /** Truncated importance sampling of RL steps; absent: off (PPO against the rollout logprobs). */
@@ -146,6 +154,8 @@ export interface StepMetrics {
   gradNorm: number;
   lr: number;
   tokens: number;
+  /** Forward/backward passes (micro-batches) the step took on this shard. */
+  passes: number;
   /**
    * Mean |trainer logprob − rollout logprob| over this shard's response tokens (RL; 0 for SFT),
    * both at the sample's temperature: how far the trainer's numbers drift from the engine's.
@@ -196,8 +206,19 @@ interface DistillGrid {
   tokens: number;
 }
 
+/** The default memory budget of one forward/backward pass (`passMemoryBytes`). */
+export const DEFAULT_PASS_MEMORY_BYTES = 1024 * 2 ** 20;
+/** What one pass may need on wasm: its heap is capped at 4 GiB and also holds the model. */
+const WASM_PASS_LIMIT_BYTES = 3 * 2 ** 30;
+const mib = (bytes: number) => Math.ceil(bytes / 2 ** 20);
+
+/** One sample needs more memory than the trainer's backend can give a pass. */
+export class TrainerMemoryError extends ClawrayError {}
+registerErrorClass(TrainerMemoryError);
+
 export class PolicyTrainer {
   private readonly optimizer: AdamW;
+  private readonly trainableParameters: number;
   private readonly names: string[];
   private readonly shapes: Map<string, number[]>;
   /** tfjs names its variables itself; gradients come back under those names. */
@@ -221,6 +242,7 @@ export class PolicyTrainer {
     // With LoRA only the adapters train; otherwise every weight.
     const trainable = decoder.trainableVariables;
     this.names = canonicalOrder(trainable.keys());
+    this.trainableParameters = [...trainable.values()].reduce((n, v) => n + v.size, 0);
     this.shapes = new Map([...trainable].map(([name, v]) => [name, v.shape]));
     this.hfNameOf = new Map([...trainable].map(([name, v]) => [v.name, name]));
     if ((options.klCoef ?? 0) > 0) this.reference = decoder.readTrainable();
@@ -244,7 +266,6 @@ export class PolicyTrainer {
     if (samples.length === 0) throw new ConfigError('trainStep needs at least one sample');
     const globalTokens = options.globalTokens ?? PolicyTrainer.countTokens(samples);
     if (globalTokens <= 0) throw new ConfigError('the batch has no response tokens to train on');
-    const size = this.options.microBatchSize ?? samples.length;
     // Every micro-batch's loss is already divided by the global token count, so summing
     // their gradients gives exactly the gradient of the whole batch.
     let flat: Float32Array | undefined;
@@ -262,15 +283,18 @@ export class PolicyTrainer {
       distillTokens: 0,
       distilled: false,
     };
-    const batches: { start: number; batch: Batch }[] = [];
-    for (let start = 0; start < samples.length; start += size) {
-      batches.push({ start, batch: this.layout(samples.slice(start, start + size), method) });
-    }
+    const batches = this.passes(samples).map((indices, pass) => ({
+      pass,
+      batch: this.layout(
+        indices.map((i) => samples[i]),
+        method,
+      ),
+    }));
     if (method === 'rl' && this.reference && batches.some(({ batch }) => batch.refMissing.length > 0)) {
       this.scoreReference(batches.map(({ batch }) => batch));
     }
-    for (const { start, batch } of batches) {
-      const seed = ((this.options.seed ?? 0) * 100_003 + this.optimizer.stepsTaken) * 1_000 + start;
+    for (const { pass, batch } of batches) {
+      const seed = ((this.options.seed ?? 0) * 100_003 + this.optimizer.stepsTaken) * 1_000 + pass;
       const part = await this.backward(batch, globalTokens, seed, method);
       if (flat) for (let i = 0; i < flat.length; i++) flat[i] += part.flat[i];
       else flat = part.flat;
@@ -310,6 +334,7 @@ export class PolicyTrainer {
       gradNorm,
       lr,
       tokens: totals.tokens,
+      passes: batches.length,
       logprobAbsDiff: totals.diff / totals.tokens,
       ...(this.tisOn(method)
         ? { tisWeight: totals.tis / totals.tokens, tisTruncated: totals.truncated / totals.tokens }
@@ -321,6 +346,34 @@ export class PolicyTrainer {
           }
         : {}),
     };
+  }
+
+  /**
+   * The step's micro-batches (sample indices): within `microBatchSize` and the pass memory
+   * budget. On wasm a pass that cannot fit the heap is refused here, before the module aborts.
+   */
+  private passes(samples: TrainSample[]): number[][] {
+    const k = Math.max(0, ...samples.map((s) => s.teacherTopK?.k ?? 0));
+    const cost = (n: number, width: number) =>
+      passBytes(this.decoder.dims, this.trainableParameters, { samples: n, width, distillTopK: k });
+    const lengths = samples.map((s) => s.tokenIds.length);
+    const passes = planPasses(
+      lengths,
+      cost,
+      this.options.passMemoryBytes ?? DEFAULT_PASS_MEMORY_BYTES,
+      this.options.microBatchSize,
+    );
+    if (tf.getBackend() === 'wasm') {
+      const longest = Math.max(...lengths);
+      const need = cost(1, longest - 1);
+      if (need > WASM_PASS_LIMIT_BYTES) {
+        throw new TrainerMemoryError(
+          `a ${longest}-token sample needs about ${mib(need)} MiB of activations in one pass, more than the wasm backend's heap can hold (${mib(WASM_PASS_LIMIT_BYTES)} MiB); shorten the episodes (rollout.maxTokens, maxTurns) or install @tensorflow/tfjs-node`,
+          { fields: { tokens: longest, estimatedBytes: need, limitBytes: WASM_PASS_LIMIT_BYTES } },
+        );
+      }
+    }
+    return passes;
   }
 
   private tisOn(method: 'rl' | 'sft'): boolean {

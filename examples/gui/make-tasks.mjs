@@ -29,12 +29,12 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { fnv1a, option, seededRandom } from '../task-gen.mjs';
+import { countOption, fnv1a, option, seededRandom } from '../task-gen.mjs';
 
-const PER_KIND = Number(option('per-kind', 50));
-const RL_PER_KIND = Number(option('rl-per-kind', 100));
-const NOISY = Number(option('noisy', 10));
-const SEED = Number(option('seed', 7));
+const PER_KIND = countOption('per-kind', 50);
+const RL_PER_KIND = countOption('rl-per-kind', 100);
+const NOISY = countOption('noisy', 10);
+const SEED = countOption('seed', 7);
 const OUT = option('out', join(dirname(fileURLToPath(import.meta.url)), 'tasks'));
 
 const rand = seededRandom(SEED);

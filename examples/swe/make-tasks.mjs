@@ -34,12 +34,12 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { fnv1a, option, seededRandom } from '../task-gen.mjs';
+import { countOption, fnv1a, option, seededRandom } from '../task-gen.mjs';
 
-const DEMOS = Number(option('demos', 60));
-const RL = Number(option('rl', 100));
-const NOISY = Number(option('noisy', 10));
-const SEED = Number(option('seed', 7));
+const DEMOS = countOption('demos', 60);
+const RL = countOption('rl', 100);
+const NOISY = countOption('noisy', 10);
+const SEED = countOption('seed', 7);
 const OUT = option('out', dirname(fileURLToPath(import.meta.url)));
 
 const rand = seededRandom(SEED);

@@ -29,11 +29,11 @@
 import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { fnv1a, option, seededRandom } from '../task-gen.mjs';
+import { countOption, fnv1a, option, seededRandom } from '../task-gen.mjs';
 
-const PER_VERB = Number(option('per-verb', 120));
-const NOISY = Number(option('noisy', 30));
-const SEED = Number(option('seed', 7));
+const PER_VERB = countOption('per-verb', 120);
+const NOISY = countOption('noisy', 30);
+const SEED = countOption('seed', 7);
 const OUT = option('out', join(dirname(fileURLToPath(import.meta.url)), 'tasks'));
 
 const rand = seededRandom(SEED);

@@ -16,10 +16,10 @@
 import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { fnv1a, option, seededRandom } from '../task-gen.mjs';
+import { countOption, fnv1a, option, seededRandom } from '../task-gen.mjs';
 
-const COUNT = Number(option('count', 400));
-const SEED = Number(option('seed', 7));
+const COUNT = countOption('count', 400);
+const SEED = countOption('seed', 7);
 const OUT = option('out', join(dirname(fileURLToPath(import.meta.url)), 'tasks.jsonl'));
 
 const rand = seededRandom(SEED);

@@ -25,11 +25,11 @@
 import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { fnv1a, option, seededRandom } from '../task-gen.mjs';
+import { countOption, fnv1a, option, seededRandom } from '../task-gen.mjs';
 
-const PER_VERB = Number(option('per-verb', 200));
-const NOISY = Number(option('noisy', 40));
-const SEED = Number(option('seed', 11));
+const PER_VERB = countOption('per-verb', 200);
+const NOISY = countOption('noisy', 40);
+const SEED = countOption('seed', 11);
 const OUT = option('out', join(dirname(fileURLToPath(import.meta.url)), 'verb-tasks.jsonl'));
 
 const rand = seededRandom(SEED);

@@ -393,7 +393,12 @@ const trainSchema = section({
   microBatchSize: count(1, 65_536, 'samples per pass')
     .optional()
     .describe(
-      'Samples per forward/backward pass of a shard (gradients accumulate). Default: the whole batch',
+      'Samples per forward/backward pass of a shard at most (gradients accumulate). Default: as many as passMemoryMiB allows',
+    ),
+  passMemoryMiB: count(16, 1_048_576, 'MiB')
+    .default(1024)
+    .describe(
+      "Activation memory one forward/backward pass may use, estimated from the model's shape and the samples' lengths; batches are split into micro-batches of similar lengths that fit",
     ),
   seed: num({ int: true }).default(0).describe('Seeds LoRA dropout and sampling order, so runs repeat'),
   optimizer: optimizerSchema.prefault({}).describe('AdamW settings'),

@@ -141,6 +141,7 @@ export async function createActorSet(
               klCoef: t.klCoef,
               entropyCoef: t.entropyCoef,
               microBatchSize: t.microBatchSize,
+              passMemoryBytes: t.passMemoryMiB * 2 ** 20,
               tis: t.tis,
               seed: t.seed,
               lora: t.lora,

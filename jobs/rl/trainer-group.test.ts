@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { PolicyTrainer, type TrainSample } from '../../actors/trainer/policy-trainer.js';
 import { ActorError, ActorUnavailableError } from '../../common/errors.js';
-import { TrainerGroup, type TrainerShardRef, TrainerStateLostError } from './trainer-group.js';
+import {
+  TrainerGroup,
+  type TrainerShardRef,
+  TrainerStateLostError,
+  TrainerStepFailedError,
+} from './trainer-group.js';
 
 /**
  * A shard with an optimizer step and weights (a number), a shared checkpoint dir (a map), and
@@ -19,6 +24,8 @@ class FakeShard {
   weights = 0;
   /** Die during the next trainStep, after (true) or before (false) the update. */
   dieInStep?: 'before' | 'after';
+  /** Every trainStep kills it (a batch the shard cannot survive). */
+  poisoned = false;
 
   constructor(private readonly world: World) {
     world.shards.push(this);
@@ -30,7 +37,7 @@ class FakeShard {
       case 'ready':
         return { step: this.step };
       case 'trainStep': {
-        if (this.dieInStep === 'before') return this.crash();
+        if (this.dieInStep === 'before' || this.poisoned) return this.crash();
         if (this.world.shards.some((s) => !s.alive))
           throw new ActorError('collective failed', { remoteName: 'CollectiveError', remoteStack: '' });
         this.step++;
@@ -125,6 +132,20 @@ describe('TrainerGroup', () => {
     world.shards[0].dieInStep = 'before';
     // Version 2 is in no checkpoint: the driver must resume from step 1 and replay.
     await expect(g.step([sample(1)], { method: 'rl' })).rejects.toBeInstanceOf(TrainerStateLostError);
+  });
+
+  it('gives up on a step that kills its shard after every recovery', async () => {
+    const world = new World();
+    const g = group(world, 1, () => 1);
+    await g.step([sample(1)], { method: 'rl' });
+    await g.saveCheckpoint(1);
+    world.shards[0].poisoned = true;
+    const err = await g.step([sample(1)], { method: 'rl' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TrainerStepFailedError);
+    expect((err as TrainerStepFailedError).fields).toMatchObject({ step: 2, attempts: 4 });
+    // Three recoveries were tried, each back at the last good step.
+    expect(g.recoveries).toBe(3);
+    expect(g.version).toBe(1);
   });
 
   it("reports the batch's drift and TIS weight as token-weighted means over the ranks that trained", async () => {

@@ -19,6 +19,12 @@ export class TrainerStateLostError extends ClawrayError {
   override readonly retryable = true;
 }
 
+/**
+ * One step took down its shards again after every recovery: the batch itself kills them (a
+ * sample no pass can hold, a deterministic crash), and redoing it forever would not help.
+ */
+export class TrainerStepFailedError extends ClawrayError {}
+
 /** What the group needs of a TrainerShard actor (its handle; tests pass in-process fakes). */
 export type TrainerShardRef = Pick<ActorHandle<TrainerShard>, 'call'>;
 
@@ -32,6 +38,8 @@ export interface TrainerGroupOptions {
   probeIntervalMs?: number;
   /** How long a recovery waits for every shard to be back (default 10 min). */
   recoverTimeoutMs?: number;
+  /** Recoveries one step may need before the group gives up on it (default 3). */
+  maxRecoveriesPerStep?: number;
 }
 
 /** One optimizer step of the whole group. */
@@ -98,7 +106,7 @@ export class TrainerGroup {
     // Every rank joins the all-reduce; a rank without samples adds a zero-gradient one.
     const filler = samples[0];
     const trained = parts.map((p) => p.length > 0);
-    for (;;) {
+    for (let attempt = 0; ; attempt++) {
       const before = this.version;
       const results = await Promise.allSettled(
         this.shards.map((t, i) =>
@@ -121,6 +129,12 @@ export class TrainerGroup {
       }
       const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')!.reason;
       if (!isPeerLoss(failure)) throw failure;
+      const limit = this.o.maxRecoveriesPerStep ?? 3;
+      if (attempt >= limit)
+        throw new TrainerStepFailedError(
+          `trainer step ${before + 1} lost its shards ${attempt + 1} times in a row (last: ${(failure as Error).message}); giving up on it`,
+          { cause: failure, fields: { step: before + 1, attempts: attempt + 1 } },
+        );
       this.o.log?.(
         `trainer step ${before + 1} failed (${(failure as Error).message}); recovering the shards`,
       );
