@@ -144,13 +144,16 @@ async function runRljob(file: string, flags: RunFlags): Promise<number> {
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
   let code = 0;
-  try {
-    const summary: RLJobSummary = await driver.run();
+  const printSummary = (summary: RLJobSummary) =>
     process.stdout.write(
       `${stamp()} summary ${JSON.stringify({ ...summary, history: undefined, evals: undefined })}\n`,
     );
+  try {
+    printSummary(await driver.run());
   } catch (err) {
     log(`the job failed: ${(err as Error).message}`);
+    const partial = driver.partialSummary();
+    if (partial) printSummary(partial);
     code = err instanceof TrainerStateLostError ? EXIT_RESTART : err instanceof ConfigError ? EXIT_USAGE : 1;
     if (!(err instanceof ClawrayError) && process.env.CLAWRAY_DEBUG) log(String((err as Error).stack));
   }

@@ -86,6 +86,7 @@ describe("job submit MANIFEST: reading the driver's log", () => {
       submissionId: 'rl-1',
       status: 'SUCCEEDED',
       message: 'ok',
+      error: null,
       attempt: 1,
       job: 'tc',
       track: 'toolcall',

@@ -153,6 +153,8 @@ export function rljobSummaryLine(job: JobView, summary: RLJobSummary | null): st
     submissionId: job.submissionId,
     status: job.status,
     message: job.message,
+    // A failed job's own account of why (the driver's error), beside the head's exit message.
+    error: summary?.error ?? null,
     attempt: job.attempt,
     job: summary?.job ?? null,
     track: summary?.track ?? null,

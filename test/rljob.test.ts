@@ -287,6 +287,35 @@ describe('clawray job submit MANIFEST (the RL pipeline on a cluster of real proc
     expect(run.stdout).toMatch(/summary/);
   });
 
+  it('ends a job that fails mid-run with what it did until then', () => {
+    const plugins = {
+      // Coin-flip rewards: a group of two differs half the time, so most steps train.
+      'plugins/reward.mjs': `export default () => (Math.random() < 0.5 ? 1 : -1);\n`,
+      // A loss that breaks on the second step that trains: the trainer's error ends the job.
+      'plugins/loss.mjs': `let calls = 0;
+export function flaky({ logprobs, mask, tf }) {
+  if (++calls === 2) throw new RangeError('the loss broke on purpose');
+  return tf.sum(tf.mul(tf.neg(logprobs), mask));
+}\n`,
+    };
+    const file = manifest(
+      'failing',
+      `${TOOLCALL('tc-failing').replace('steps: 3', 'steps: 12, async: false')}  plugins: { reward: ./plugins/reward.mjs, loss: ./plugins/loss.mjs#flaky }\n`,
+      plugins,
+    );
+    const run = clawray(['job', 'submit', file, '--json']);
+    expect(run.code).not.toBe(0);
+    const done = stepLines(run.stdout).length;
+    expect(done).toBeGreaterThanOrEqual(1);
+    expect(summaryOf(run.stdout)).toMatchObject({
+      status: 'FAILED',
+      job: 'tc-failing',
+      steps: done,
+      error: expect.stringMatching(/the loss broke on purpose/),
+      runtime: { trainer: [expect.stringMatching(/^tfjs\//)] },
+    });
+  });
+
   it('ends an episode whose conversation outgrows the model context, instead of failing the job', () => {
     // The environment answers the first turn with a long message: the second prompt cannot
     // fit in a 256-token context, so the episode ends truncated after one turn.

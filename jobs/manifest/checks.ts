@@ -145,6 +145,10 @@ export function crossFieldIssues(raw: RawManifest, m: RLJobManifest): FieldIssue
   if (train.minLr > train.lr) {
     add(['train', 'minLr'], `expected at most train.lr (${train.lr}), got ${train.minLr}`);
   }
+  const warmup = train.warmup;
+  if (warmup && warmup.minLr > warmup.lr) {
+    add(['train', 'warmup', 'minLr'], `expected at most train.warmup.lr (${warmup.lr}), got ${warmup.minLr}`);
+  }
   if (train.steps === undefined) {
     if (train.schedule !== 'constant') {
       add(

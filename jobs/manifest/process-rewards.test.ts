@@ -50,6 +50,8 @@ describe('judge.stepRule', () => {
   });
 });
 
+const keepDefaults = '  train: { warmup: { steps: 10 } }\n';
+
 describe('env.draw and train.warmup.batchSize', () => {
   it('parse, with defaults all and unset', () => {
     const m = parseManifest(
@@ -68,6 +70,24 @@ describe('env.draw and train.warmup.batchSize', () => {
       false,
     );
     expect(parseManifest(manifest('toolcall', 'rl', ''), 'j').spec.env?.draw).toBe('all');
+  });
+
+  it("decays the warm start's learning rate on its own schedule, and refuses a floor above it", () => {
+    const cosine = '  train: { warmup: { steps: 400, lr: 1.0e-2, schedule: cosine, minLr: 1.0e-3 } }\n';
+    expect(parseManifest(manifest('toolcall', 'rl', cosine), 'j').spec.train.warmup).toMatchObject({
+      schedule: 'cosine',
+      minLr: 1e-3,
+    });
+    expect(parseManifest(manifest('toolcall', 'rl', keepDefaults), 'j').spec.train.warmup).toMatchObject({
+      schedule: 'constant',
+      minLr: 0,
+    });
+    const above = '  train: { warmup: { steps: 10, lr: 1.0e-3, minLr: 1.0e-2 } }\n';
+    expect(problems(manifest('toolcall', 'rl', above))).toEqual([
+      expect.stringMatching(
+        /spec\.train\.warmup\.minLr: expected at most train\.warmup\.lr \(0\.001\), got 0\.01/,
+      ),
+    ]);
   });
 
   it('refuses draw without-oracle for sft, which plays no episodes', () => {

@@ -408,6 +408,10 @@ const trainSchema = section({
       'SFT steps on the oracle traces of env.tasks before RL starts',
     ),
     lr: num({ gt: 0 }).optional().describe('Learning rate of the warm start. Default train.lr'),
+    schedule: oneOf(['constant', 'cosine', 'linear'] as const)
+      .default('constant')
+      .describe("The warm start's learning-rate decay from warmup.lr to warmup.minLr over warmup.steps"),
+    minLr: num({ min: 0 }).default(0).describe('Floor the cosine/linear decay of the warm start ends at'),
     batchSize: count(1, 1_000_000, 'samples of one step')
       .optional()
       .describe('Oracle turns per warm-start step. Default rollout.batchSize × rollout.samplesPerPrompt'),

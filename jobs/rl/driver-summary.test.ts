@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { heldoutSummary } from './driver.js';
+import { parseManifest } from '../manifest/load.js';
+import { heldoutSummary, warmupLr } from './driver.js';
 import type { EvalRecord } from './job-state.js';
 
 const at = (step: number, success: number, afterWarmup?: boolean): EvalRecord => ({
@@ -22,5 +23,26 @@ describe('heldoutSummary', () => {
   it('no warm start: afterWarmup is null; no evaluation: all null', () => {
     expect(heldoutSummary([at(0, 0.1), at(20, 0.4)])).toEqual({ start: 0.1, afterWarmup: null, end: 0.4 });
     expect(heldoutSummary([])).toEqual({ start: null, afterWarmup: null, end: null });
+  });
+});
+
+describe('warmupLr', () => {
+  const spec = (warmup: string) =>
+    parseManifest(
+      `apiVersion: clawray.dev/v1\nkind: RLJob\nmetadata: { name: m }\nspec:\n  track: toolcall\n  method: rl\n  model: { path: ./m }\n  train: { lr: 5.0e-4, warmup: ${warmup} }\n`,
+      'j',
+    ).spec;
+
+  it('is warmup.lr throughout by default, and train.lr without one', () => {
+    expect(warmupLr(spec('{ steps: 10, lr: 1.0e-2 }'), 0)).toBe(1e-2);
+    expect(warmupLr(spec('{ steps: 10, lr: 1.0e-2 }'), 9)).toBe(1e-2);
+    expect(warmupLr(spec('{ steps: 10 }'), 3)).toBe(5e-4);
+  });
+
+  it('decays from warmup.lr to warmup.minLr over the warm start with a cosine schedule', () => {
+    const s = spec('{ steps: 400, lr: 1.0e-2, schedule: cosine, minLr: 1.0e-3 }');
+    expect(warmupLr(s, 0)).toBeCloseTo(1e-2, 12);
+    expect(warmupLr(s, 200)).toBeCloseTo(5.5e-3, 12);
+    expect(warmupLr(s, 400)).toBeCloseTo(1e-3, 12);
   });
 });

@@ -25,6 +25,7 @@ import type { RolloutEngine } from '../../actors/rollout/rollout-engine-actor.js
 import { TurnFeedback } from '../../actors/rollout/turn-feedback.js';
 import type { ActorHandle } from '../../actors/runtime/actor-handle.js';
 import type { Cluster } from '../../actors/runtime/cluster.js';
+import { lrAt } from '../../actors/trainer/lr-schedule.js';
 import { describePublished, WeightPublisher } from '../../actors/trainer/weight-publisher.js';
 import { ConfigError } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
@@ -86,7 +87,9 @@ export interface RLJobSummary {
   job: string;
   track: string;
   method: string;
-  status: 'completed' | 'stopped';
+  /** failed: the summary of a job that failed, up to its failure (`error`). */
+  status: 'completed' | 'stopped' | 'failed';
+  error?: string;
   steps: number;
   /** What `heldout` measures: solved share of held-out tasks, or the simulated user's preference score. */
   metric: 'heldout_success' | 'preference_score';
@@ -101,7 +104,8 @@ export interface RLJobSummary {
   elapsedSeconds: number;
   resumedFromStep: number | null;
   checkpointDir: string;
-  trajectories: TrajectoryCounts;
+  /** null when a failed job could not read its streams' counts. */
+  trajectories: TrajectoryCounts | null;
   recoveries: { engines: number; trainers: number };
   /** What each rollout engine and trainer shard computed on (see ActorSet.runtime). */
   runtime: { rollout: string[]; trainer: string[] };
@@ -156,6 +160,14 @@ export class RLDriver {
   private gate?: StalenessGate;
   private rolloutSlots = 1;
   private teacherTurns = 0;
+  private resumedFrom: number | null = null;
+  /** What the summary reads of the running job's parts, once they exist. */
+  private parts?: {
+    engines: { recoveries: number };
+    trainers: { recoveries: number };
+    runtime: RLJobSummary['runtime'];
+  };
+  private failedSummary?: RLJobSummary;
 
   constructor(private readonly o: DriverOptions) {
     this.spec = o.manifest.spec;
@@ -260,7 +272,8 @@ export class RLDriver {
     });
     const judge = { engines: judgeEngines, codec: judgeCodec };
     try {
-      const resumedFrom = await this.restore(trainers, engines, ledger);
+      this.parts = { engines, trainers, runtime: actors.runtime };
+      this.resumedFrom = await this.restore(trainers, engines, ledger);
       const rolloutFn = spec.plugins.rollout
         ? await loadPluginFunction<RolloutFunction>(spec.plugins.rollout, o.workingDir, 'rollout')
         : undefined;
@@ -346,7 +359,7 @@ export class RLDriver {
             spec.rollout.batchSize * spec.rollout.samplesPerPrompt,
           done: sftDone,
           total: sftSteps,
-          lr: sft ? undefined : spec.train.warmup?.lr,
+          lr: sft ? undefined : (step) => warmupLr(spec, step),
           step: async (batch, lr) =>
             (await trainers.step(batch, { method: 'sft', lr }, this.failed.signal)).loss,
           stopRequested: () => this.stopRequested,
@@ -409,39 +422,61 @@ export class RLDriver {
       this.phase = 'done';
       const trajectories = await ledger.counts();
       this.setTrajectoryMetrics(trajectories);
-      const p = this.rates();
-      return {
-        submissionId: o.submissionId,
-        job: this.job,
-        track: spec.track,
-        method: spec.method,
-        status: this.stopRequested ? 'stopped' : 'completed',
-        steps: this.step,
-        metric: spec.track === 'personal' ? 'preference_score' : 'heldout_success',
-        heldout: heldoutSummary(this.evals),
-        samplesPerSecond: p.samplesPerSecond,
-        trainerIdleRatio: p.trainerIdleRatio,
-        rolloutIdleRatio: p.rolloutIdleRatio,
-        elapsedSeconds: (performance.now() - this.startedAt) / 1000,
-        resumedFromStep: resumedFrom,
-        checkpointDir: this.state.dir,
-        trajectories,
-        recoveries: { engines: engines.recoveries, trainers: trainers.recoveries },
-        runtime: actors.runtime,
-        logprobAbsDiff:
-          this.drift.length > 0 ? this.drift.reduce((a, b) => a + b, 0) / this.drift.length : null,
-        ...(spec.method === 'opd' || spec.method === 'combine'
-          ? { teacher: { kind: spec.judge.teacher, turns: this.teacherTurns } }
-          : {}),
-        evals: this.evals,
-        history: this.history,
-      };
+      return this.summary(this.stopRequested ? 'stopped' : 'completed', trajectories);
+    } catch (err) {
+      // What the job did before it failed (steps, evaluations) still belongs in its summary.
+      const trajectories = await ledger.counts().catch(() => null);
+      this.failedSummary = { ...this.summary('failed', trajectories), error: (err as Error).message };
+      throw err;
     } finally {
       this.gate?.close();
       engines.close();
       judgeEngines.close();
       await actors.close();
     }
+  }
+
+  /** The summary of this run so far. */
+  private summary(status: RLJobSummary['status'], trajectories: TrajectoryCounts | null): RLJobSummary {
+    const { spec, o } = this;
+    const p = this.rates();
+    return {
+      submissionId: o.submissionId,
+      job: this.job,
+      track: spec.track,
+      method: spec.method,
+      status,
+      steps: this.step,
+      metric: spec.track === 'personal' ? 'preference_score' : 'heldout_success',
+      heldout: heldoutSummary(this.evals),
+      samplesPerSecond: p.samplesPerSecond,
+      trainerIdleRatio: p.trainerIdleRatio,
+      rolloutIdleRatio: p.rolloutIdleRatio,
+      elapsedSeconds: (performance.now() - this.startedAt) / 1000,
+      resumedFromStep: this.resumedFrom,
+      checkpointDir: this.state.dir,
+      trajectories,
+      recoveries: {
+        engines: this.parts?.engines.recoveries ?? 0,
+        trainers: this.parts?.trainers.recoveries ?? 0,
+      },
+      runtime: this.parts?.runtime ?? { rollout: [], trainer: [] },
+      logprobAbsDiff:
+        this.drift.length > 0 ? this.drift.reduce((a, b) => a + b, 0) / this.drift.length : null,
+      ...(spec.method === 'opd' || spec.method === 'combine'
+        ? { teacher: { kind: spec.judge.teacher, turns: this.teacherTurns } }
+        : {}),
+      evals: this.evals,
+      history: this.history,
+    };
+  }
+
+  /**
+   * After run() threw: what the job had done until then (status 'failed', with the error), or
+   * null when it failed before its actors were up.
+   */
+  partialSummary(): RLJobSummary | null {
+    return this.failedSummary ?? null;
   }
 
   /** Continues this submission (a restarted driver), or adopts another's checkpoint (`--resume`). */
@@ -864,6 +899,12 @@ function topLogprobsOn(
  * The summary's held-out figures from a job's evaluations: the first (before any training), the
  * one that ended the warm start, and the last.
  */
+/** The warm start's learning rate after `step` of its steps (train.warmup's schedule). */
+export function warmupLr(spec: RLJobManifest['spec'], step: number): number | undefined {
+  const w = spec.train.warmup;
+  return w && lrAt(step, { baseLr: w.lr, schedule: w.schedule, totalSteps: w.steps, minLr: w.minLr });
+}
+
 export function heldoutSummary(evals: readonly EvalRecord[]): RLJobSummary['heldout'] {
   return {
     start: evals[0]?.success ?? null,

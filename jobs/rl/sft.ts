@@ -53,7 +53,8 @@ export interface SftLoopOptions {
   /** Steps already done (a resumed job) and the total to reach. */
   done: number;
   total: number;
-  lr?: number;
+  /** The learning rate of the step after `step` steps (undefined: the trainer's schedule). */
+  lr?: (step: number) => number | undefined;
   step(batch: TrainSample[], lr: number | undefined): Promise<number>;
   /** After each step (its 1-based number, loss and batch size). */
   afterStep(step: number, loss: number, samples: number, seconds: number): Promise<void>;
@@ -67,7 +68,7 @@ export async function runSft(o: SftLoopOptions): Promise<number> {
   for (; s < o.total && !o.stopRequested(); s++) {
     const started = performance.now();
     const batch = Array.from({ length: size }, (_, k) => o.traces[(s * size + k) % o.traces.length]);
-    const loss = await o.step(batch, o.lr);
+    const loss = await o.step(batch, o.lr?.(s));
     await o.afterStep(s + 1, loss, batch.length, (performance.now() - started) / 1000);
   }
   return s;
