@@ -84,6 +84,10 @@ function shardMetrics() {
     ),
     gradNorm: gauge('clawray_trainer_grad_norm', 'Global gradient norm before clipping in the last step'),
     lr: gauge('clawray_trainer_lr', 'Learning rate of the last step'),
+    passes: gauge(
+      'clawray_trainer_passes',
+      'Forward/backward passes (micro-batches) the last step took within train.passMemoryMiB',
+    ),
     logprobDiff: gauge(
       'clawray_trainer_logprob_diff',
       'Mean |trainer − rollout logprob| of the same tokens, at the sampling temperature, in the last step (target ≤ 1e-3)',
@@ -187,6 +191,7 @@ export class TrainerShard extends CollectiveMember {
       m.clipFraction.set(metrics.clipFraction);
       m.gradNorm.set(metrics.gradNorm);
       m.lr.set(metrics.lr);
+      m.passes.set(metrics.passes);
       m.logprobDiff.set(metrics.logprobAbsDiff);
       if (metrics.tisWeight !== undefined) m.tisWeight.set(metrics.tisWeight);
     }

@@ -45,19 +45,17 @@ export { fnv1a, HELDOUT_EVERY, splitOf } from '../track.js';
 
 /**
  * The scripted agent that applies the gold patch with `git apply` from a heredoc, then ends the
- * episode. The heredoc delimiter is chosen so that no line of the patch can close it early. It
- * says nothing before its call and little after: SFT on these traces teaches a policy to
- * produce every token of them, and narration only puts the patch further from the issue.
+ * episode. The heredoc delimiter is chosen so that no line of the patch can close it early.
  */
 export function goldPatchOracle(patch: string): Action[] {
-  let delimiter = 'EOF';
+  let delimiter = 'CLAWRAY_GOLD_PATCH';
   const lines = new Set(patch.split('\n'));
   while (lines.has(delimiter)) delimiter += '_';
   const body = patch.endsWith('\n') ? patch : `${patch}\n`;
-  const command = `git apply <<'${delimiter}'\n${body}${delimiter}\n`;
+  const command = `git apply --whitespace=nowarn <<'${delimiter}'\n${body}${delimiter}\n`;
   return [
     {
-      content: null,
+      content: 'I apply the fix.',
       tool_calls: [
         {
           id: 'call_gold_patch',
@@ -66,7 +64,7 @@ export function goldPatchOracle(patch: string): Action[] {
         },
       ],
     },
-    { content: 'Done.' },
+    { content: 'The fix is applied.' },
   ];
 }
 
