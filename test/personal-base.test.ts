@@ -4,7 +4,7 @@
  * model directory, and served by the rollout engine, answers a held-out request of that
  * template in words (the random model's reply has none), and under the OPD name hint opens
  * with the name: what makes the model under the hint a teacher. The full base (every template,
- * 400 steps) is built by examples/personal/make-base.mjs and measured by hand.
+ * 500 steps, corrected sessions) is built by examples/personal/make-base.mjs and measured by hand.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

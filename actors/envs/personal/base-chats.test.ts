@@ -56,6 +56,45 @@ describe('base chats', () => {
     expect(chats.some((c) => c.hint?.includes(`'${DEFAULT_NAME},'`))).toBe(false);
   });
 
+  it('corrected sessions: first replies plain, a reply after a correction heeds it at heedShare', () => {
+    const chats = baseChats({
+      seed: 5,
+      sessions: 60,
+      turnsPerSession: 4,
+      names: ['Sam'],
+      hintShare: 0,
+      correctedShare: 1,
+      heedShare: 0.3,
+    });
+    const sam = makePreference('name:Sam');
+    let afterCorrection = 0;
+    let heeded = 0;
+    for (const c of chats) {
+      expect(c.hint).toBeNull();
+      const last = c.messages.at(-1)!.content ?? '';
+      const corrected = sam.corrections.some((k) => last.includes(k));
+      if (!corrected) {
+        // Unprompted, the base never opens with the name: the habit RL has to build.
+        expect(c.reply).toBe(baseAnswer(c.request));
+        continue;
+      }
+      afterCorrection++;
+      if (c.reply !== baseAnswer(c.request)) {
+        expect(c.reply).toBe(preferredAnswer(sam, baseAnswer(c.request)));
+        heeded++;
+      }
+    }
+    expect(afterCorrection).toBeGreaterThan(60);
+    expect(heeded / afterCorrection).toBeGreaterThan(0.15);
+    expect(heeded / afterCorrection).toBeLessThan(0.45);
+    // Without corrected sessions the chats are those of a base built before the option existed.
+    expect(baseChats({ seed: 5, sessions: 8, correctedShare: 0 })).toEqual(
+      baseChats({ seed: 5, sessions: 8 }),
+    );
+    expect(() => baseChats({ correctedShare: 1.5 })).toThrow(/correctedShare/);
+    expect(() => baseChats({ heedShare: -1 })).toThrow(/heedShare/);
+  });
+
   it('is the same for the same seed and differs for another', () => {
     const a = baseChats({ seed: 1, sessions: 8 });
     expect(baseChats({ seed: 1, sessions: 8 })).toEqual(a);

@@ -3,12 +3,12 @@
  * the simulated user's requests in words, as OpenClaw-RL starts from an instruct model. Without
  * one, the only preferences RL can teach are ones noise meets ("be brief" → "PPPP").
  *
- * Two kinds of example, both rendered as the job renders them (the user's multi-turn session as
+ * Three kinds of example, all rendered as the job renders them (the user's multi-turn session as
  * the simulated user words it):
  * - plain: the latest request → a templated answer in words ("Suggest a name for my cat." →
  *   "How about Milo? It is short and friendly."), in sessions where the user is happy (thanks,
- *   next request). No example follows a correction: the base has no habit for the user's
- *   preference, neither keeping nor ignoring it, which is where OpenClaw-RL's users start.
+ *   next request). Without corrected sessions no example follows a correction: the base has no
+ *   habit for the user's preference, neither keeping nor ignoring it.
  * - hinted: the same prompt with an OPD hint appended to the latest user message exactly as the
  *   teacher sees it (`formatHintForUser`), → the answer that follows the hint (`Ann, how about
  *   Milo? …`): this is what makes the model under the hint a teacher that writes the preferred
@@ -16,7 +16,15 @@
  *   simulated users' default name (following a hint is then copying the name out of it, which a
  *   98k-parameter byte-level model did not learn in 600 steps: it wrote one of the names it had
  *   seen), or the user's own name (what a pretrained instruct model would do with that hint; the
- *   example's base does this). Either way no unhinted example opens with a name.
+ *   example's base does this). Either way no unhinted example opens with a name unprompted.
+ * - corrected (`correctedShare` of the sessions, default none): the user wants a name from `names`
+ *   and corrects every reply without it; the base's first reply to a request is the plain
+ *   answer, and a reply after a correction heeds it with probability `heedShare` ("Sam, how
+ *   about Milo? …"), else repeats the plain answer. This is an instruct model that sometimes
+ *   follows a correction in its context (OpenClaw-RL's base meets its users' preferences 17% of
+ *   the time at the start). It gives the preference some probability for OPD's reverse KL to
+ *   grow (with none, the personal example's job did not move in 36 interactions); greedy
+ *   decoding (what evaluation uses) mostly takes the likelier plain answer.
  *
  * Only train-split requests are used; held-out requests stay unseen until evaluation. Everything
  * is drawn from one seed, so the data (and the base trained on it) repeat exactly.
@@ -53,6 +61,19 @@ export interface BaseChatsOptions {
   names?: readonly string[];
   /** Only requests of these templates (default all): a smaller base, for tests. */
   templates?: readonly string[];
+  /**
+   * Share of sessions walked with a user who wants a name from `names` and corrects a reply
+   * without it (default 0: every user is content). Their first replies to a request are the
+   * plain answer, as in happy sessions.
+   */
+  correctedShare?: number;
+  /**
+   * In those sessions, the chance that a reply after a correction heeds it (`Sam, how about
+   * Milo? …`) rather than repeating the plain answer (default 0.3): an instruct model that
+   * sometimes follows a correction in its context, so a policy sampling from the base meets the
+   * preference now and then, greedy decoding (evaluation) almost never.
+   */
+  heedShare?: number;
 }
 
 /**
@@ -192,23 +213,30 @@ export function baseChats(options: BaseChatsOptions = {}): BaseChat[] {
       fields: { param: 'templates' },
     });
   }
-  const user = new SimulatedUser({
-    preference: CONTENT_USER,
-    seed,
-    split: 'train',
-    turnsPerSession: turns,
-    requests: pool,
-  });
+  const correctedShare = fraction(options.correctedShare ?? 0, 'correctedShare');
+  const heedShare = fraction(options.heedShare ?? 0.3, 'heedShare');
+  const userOf = (preference: Preference) =>
+    new SimulatedUser({ preference, seed, split: 'train', turnsPerSession: turns, requests: pool });
+  const content = userOf(CONTENT_USER);
+  const correcting = preferences.map(userOf);
   const rand = seededRandom(Number.parseInt(fnv1a(`base-chats:${seed}`), 16));
   const out: BaseChat[] = [];
   for (let s = 0; s < sessions; s++) {
+    // Drawn only when some sessions correct, so a base without them keeps its data.
+    const user =
+      correctedShare > 0 && rand() < correctedShare
+        ? correcting[Math.floor(rand() * correcting.length)]
+        : content;
     const session = user.openSession(s);
     session.start();
+    let corrected = false;
     while (!session.done) {
       const messages = session.messages;
       const request = session.request;
       const answer = baseAnswer(request);
-      out.push({ messages, reply: answer, hint: null, request });
+      const heeds: boolean = corrected && rand() < heedShare;
+      const reply: string = heeds ? preferredAnswer(user.preference, answer) : answer;
+      out.push({ messages, reply, hint: null, request });
       if (rand() < hintShare) {
         const preference = preferences[Math.floor(rand() * preferences.length)];
         out.push({
@@ -218,7 +246,7 @@ export function baseChats(options: BaseChatsOptions = {}): BaseChat[] {
           request,
         });
       }
-      session.react(answer);
+      corrected = session.react(reply).kind === 'correction';
     }
   }
   return out;
