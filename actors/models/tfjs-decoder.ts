@@ -373,9 +373,7 @@ export class TfjsDecoder {
       const embed = this.vars.get('model.embed_tokens.weight')!;
       const ids = tf.tensor1d(inputIds.flat(), 'int32');
       let h: tf.Tensor2D =
-        mode === 'gather'
-          ? (tf.gather(embed, ids) as tf.Tensor2D)
-          : oneHotEmbed(ids, embed as tf.Tensor2D);
+        mode === 'gather' ? (tf.gather(embed, ids) as tf.Tensor2D) : oneHotEmbed(ids, embed as tf.Tensor2D);
       const present: KvCache = [];
       for (let l = 0; l < d.layers; l++) {
         const entry = past !== undefined && past.length > 0 ? past[l] : undefined;

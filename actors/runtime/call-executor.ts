@@ -27,8 +27,8 @@ export function isProcessFatal(err: unknown): boolean {
   return err instanceof wasmRuntimeError;
 }
 // The WebAssembly namespace is a Node global that this project's type libraries do not declare.
-const wasmRuntimeError = (globalThis as unknown as { WebAssembly: { RuntimeError: typeof Error } }).WebAssembly
-  .RuntimeError;
+const wasmRuntimeError = (globalThis as unknown as { WebAssembly: { RuntimeError: typeof Error } })
+  .WebAssembly.RuntimeError;
 
 export class CallExecutor {
   private queue: CallTask[] = [];

@@ -56,7 +56,8 @@ const EXIT_TEXT: Record<number, string> = {
   [HOST_EXIT.INIT_FAILED]: 'failed to start the actor',
   [HOST_EXIT.PROTOCOL]: 'received a malformed command from its node agent',
   [HOST_EXIT.SERVER_FAILED]: 'could not start its gRPC server',
-  [HOST_EXIT.WASM_TRAP]: 'exited after a WebAssembly trap in a method (its memory could no longer be trusted)',
+  [HOST_EXIT.WASM_TRAP]:
+    'exited after a WebAssembly trap in a method (its memory could no longer be trusted)',
 };
 
 export function describeExit(code: number | null, signal: NodeJS.Signals | null): string {

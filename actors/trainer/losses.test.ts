@@ -12,7 +12,7 @@ import {
   sequenceMean,
   sftLoss,
   topKDistillationLoss,
-  topKReverseKlPerToken,
+  topKKlPerToken,
   truncatedImportanceWeights,
 } from './rl-index.js';
 
@@ -447,7 +447,7 @@ describe('topKDistillationLoss', () => {
         ],
       ]),
     });
-    const perToken = values(tf.tidy(() => topKReverseKlPerToken(input())));
+    const perToken = values(tf.tidy(() => topKKlPerToken(input())));
     expect(perToken[0]).toBeCloseTo(0.186098, 5);
     expect(perToken[1]).toBeCloseTo(0.324287, 5);
     const both = scalar(() => tf.tidy(() => topKDistillationLoss({ ...input(), mask: tf.ones([1, 2]) })));
@@ -456,6 +456,55 @@ describe('topKDistillationLoss', () => {
       tf.tidy(() => topKDistillationLoss({ ...input(), mask: tf.tensor2d([[1, 0]]) })),
     );
     expect(first).toBeCloseTo(0.186098, 5);
+  });
+
+  it('forward: KL(teacher‖student) over the same bins, and it raises a token the student gives no mass', () => {
+    const ln = Math.log;
+    const input = () => ({
+      studentLogits: tf.tensor3d([
+        [
+          [ln(0.5), ln(0.3), ln(0.2)],
+          [0, 0, 0],
+        ],
+      ]),
+      teacherTopIds: [
+        [
+          [1, 0],
+          [2, 1],
+        ],
+      ],
+      teacherTopLogprobs: tf.tensor3d([
+        [
+          [ln(0.6), ln(0.3)],
+          [ln(0.7), ln(0.2)],
+        ],
+      ]),
+      direction: 'forward' as const,
+    });
+    const perToken = values(tf.tidy(() => topKKlPerToken(input())));
+    // 0.6 ln(0.6/0.3) + 0.3 ln(0.3/0.5) + 0.1 ln(0.1/0.2); 0.7 ln(0.7·3) + 0.2 ln(0.2·3) + 0.1 ln(0.1·3)
+    expect(perToken[0]).toBeCloseTo(0.193327, 5);
+    expect(perToken[1]).toBeCloseTo(0.296794, 5);
+    // The teacher's top token (id 0, p 0.9) has logit −30 under the student: the reverse KL's
+    // gradient on it vanishes with the student's probability, the forward KL's is −(0.9 − p).
+    const grad = (direction: 'reverse' | 'forward') =>
+      tf.tidy(
+        () =>
+          tf
+            .grad((logits: tf.Tensor) =>
+              tf.sum(
+                topKKlPerToken({
+                  studentLogits: logits,
+                  teacherTopIds: [[[0]]],
+                  teacherTopLogprobs: tf.tensor3d([[[ln(0.9)]]]),
+                  direction,
+                }),
+              ),
+            )(tf.tensor3d([[[-30, 0, 0]]]))
+            .dataSync()[0],
+      );
+    expect(Math.abs(grad('reverse'))).toBeLessThan(1e-9);
+    expect(grad('forward')).toBeCloseTo(-0.9, 5);
   });
 
   it('matches a direct computation (gather and one-hot) and is 0 when the teacher is the student', () => {
@@ -512,7 +561,7 @@ describe('topKDistillationLoss', () => {
     }
     const perToken = values(
       tf.tidy(() =>
-        topKReverseKlPerToken({
+        topKKlPerToken({
           studentLogits: tf.tensor3d(logits),
           teacherTopIds: ids,
           teacherTopLogprobs: tf.tensor3d(teacherLp),

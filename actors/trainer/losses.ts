@@ -270,20 +270,30 @@ export interface TopKDistillationInput {
    * wasm backend, else 'gather'.
    */
   select?: 'gather' | 'onehot';
+  /**
+   * 'reverse' KL(student‖teacher) (OpenClaw-RL's top-K OPD; the default), or 'forward'
+   * KL(teacher‖student). The reverse KL's gradient on a token is proportional to the student's
+   * own probability of it, so it cannot raise a token the student never gives any mass (the
+   * teacher's "Sam," to a student that never opens with it); the forward KL pulls every teacher
+   * token toward the teacher's probability (distillation's classic direction, GKD's β = 0).
+   */
+  direction?: 'reverse' | 'forward';
   aggregation?: LossAggregation;
 }
 
 /**
- * Per-token reverse KL(student‖teacher) over K + 1 bins: the teacher's top-K ids plus a tail
- * bin holding the rest of the mass (teacher tail = 1 − Σ exp(teacher top-K logprobs); student
- * tail = 1 − Σ student probs at those ids; both floored at `minTail`). Returns [batch, seq].
+ * Per-token KL over K + 1 bins, reverse (student‖teacher) unless `direction` says forward: the
+ * teacher's top-K ids plus a tail bin holding the rest of the mass (teacher tail = 1 − Σ
+ * exp(teacher top-K logprobs); student tail = 1 − Σ student probs at those ids; both floored at
+ * `minTail`). Returns [batch, seq].
  */
-export function topKReverseKlPerToken({
+export function topKKlPerToken({
   studentLogits,
   teacherTopIds,
   teacherTopLogprobs,
   minTail = 1e-8,
   select,
+  direction = 'reverse',
 }: Omit<TopKDistillationInput, 'mask' | 'aggregation'>): tf.Tensor2D {
   if (studentLogits.rank !== 3) {
     throw new RangeError(
@@ -325,15 +335,16 @@ export function topKReverseKlPerToken({
     const tailLog = (top: tf.Tensor) => tf.log(tf.maximum(tf.sub(1, tf.sum(tf.exp(top), -1, true)), minTail));
     const s = tf.concat([studentTop, tailLog(studentTop)], -1);
     const t = tf.concat([teacherTop, tailLog(teacherTop)], -1);
-    return tf.sum(tf.mul(tf.exp(s), tf.sub(s, t)), -1) as tf.Tensor2D;
+    const [p, q] = direction === 'forward' ? [t, s] : [s, t];
+    return tf.sum(tf.mul(tf.exp(p), tf.sub(p, q)), -1) as tf.Tensor2D;
   });
 }
 
-/** Top-K reverse-KL distillation loss (OpenClaw-RL's top-K OPD), aggregated over the mask. */
+/** Top-K KL distillation loss (OpenClaw-RL's top-K OPD), aggregated over the mask. */
 export function topKDistillationLoss(input: TopKDistillationInput): tf.Scalar {
   const { mask, aggregation = 'token-mean', ...rest } = input;
   return tf.tidy(() => {
-    const kl = topKReverseKlPerToken(rest);
+    const kl = topKKlPerToken(rest);
     checkShape(kl, mask, 'topKDistillationLoss');
     return aggregate(kl, mask, aggregation);
   });

@@ -15,7 +15,7 @@
  *
  * Top-K distillation (OpenClaw-RL's top-K OPD, `train.distillTopK`): a sample that carries its
  * teacher's top-K adds, on each response token, distillWeight · KL(student‖teacher) over the
- * teacher's K tokens plus a tail bin (`topKReverseKlPerToken`), the student at the sample's
+ * teacher's K tokens plus a tail bin (`topKKlPerToken`), the student at the sample's
  * temperature as the teacher was scored. It is added to the sample's PPO term, whose advantages
  * the caller sets (0 for opd: the KL is the whole objective; w_rl·A for combine).
  */
@@ -28,7 +28,7 @@ import {
   klPerToken,
   ppoClipLoss,
   tokenEntropy,
-  topKReverseKlPerToken,
+  topKKlPerToken,
   truncatedImportanceWeights,
 } from './losses.js';
 import { type LrScheduleOptions, lrAt } from './lr-schedule.js';
@@ -109,6 +109,8 @@ export interface PolicyTrainerOptions {
   customLoss?: CustomLoss;
   /** Truncated importance sampling of RL steps; absent: off (PPO against the rollout logprobs). */
   tis?: TisOptions;
+  /** Top-K distillation's KL: 'reverse' (student‖teacher, the default) or 'forward'. */
+  distillDirection?: 'reverse' | 'forward';
 }
 
 export interface StepOptions {
@@ -467,10 +469,11 @@ export class PolicyTrainer {
   private distillLoss(logits: tf.Tensor3D, batch: Batch): { total: tf.Scalar; sum: number } | undefined {
     const grid = batch.distill;
     if (!grid) return undefined;
-    const kl = topKReverseKlPerToken({
+    const kl = topKKlPerToken({
       studentLogits: logits,
       teacherTopIds: grid.ids,
       teacherTopLogprobs: tf.tensor3d(grid.logprobs),
+      direction: this.options.distillDirection,
     });
     const sum = tf.sum(tf.mul(kl, tf.tensor2d(grid.mask))).dataSync()[0];
     return { total: tf.sum(tf.mul(kl, tf.tensor2d(grid.weight))) as tf.Scalar, sum };

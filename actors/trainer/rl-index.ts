@@ -34,7 +34,7 @@ export {
   type TruncatedImportanceInput,
   tokenEntropy,
   topKDistillationLoss,
-  topKReverseKlPerToken,
+  topKKlPerToken,
   truncatedImportanceWeights,
 } from './losses.js';
 export {

@@ -186,6 +186,12 @@ export function crossFieldIssues(raw: RawManifest, m: RLJobManifest): FieldIssue
       `distills from a teacher, which only opd and combine have; this job's method is ${method}`,
     );
   }
+  if (rawSpec.train.distillDirection !== undefined && train.distillTopK === undefined) {
+    add(
+      ['train', 'distillDirection'],
+      'chooses the KL of top-K distillation; set train.distillTopK (e.g. 16) too',
+    );
+  }
   if (rawSpec.train.hintSelect !== undefined && method !== 'opd' && method !== 'combine') {
     add(
       ['train', 'hintSelect'],

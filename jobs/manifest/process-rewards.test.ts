@@ -90,6 +90,33 @@ describe('env.draw and train.warmup.batchSize', () => {
     ]);
   });
 
+  it('takes the distillation KL direction only with distillTopK', () => {
+    const forward =
+      '  judge: { backend: reaction }\n  user: { preference: name:Sam }\n  train: { distillTopK: 16, distillDirection: forward }\n';
+    expect(parseManifest(manifest('personal', 'opd', forward), 'j').spec.train.distillDirection).toBe(
+      'forward',
+    );
+    expect(
+      parseManifest(
+        manifest('personal', 'opd', '  judge: { backend: reaction }\n  user: { preference: name:Sam }\n'),
+        'j',
+      ).spec.train.distillDirection,
+    ).toBe('reverse');
+    expect(
+      problems(
+        manifest(
+          'personal',
+          'opd',
+          '  judge: { backend: reaction }\n  user: { preference: name:Sam }\n  train: { distillDirection: forward }\n',
+        ),
+      ),
+    ).toEqual([
+      expect.stringMatching(
+        /spec\.train\.distillDirection: chooses the KL of top-K distillation; set train\.distillTopK/,
+      ),
+    ]);
+  });
+
   it('refuses draw without-oracle for sft, which plays no episodes', () => {
     expect(problems(manifest('toolcall', 'sft', '  env: { draw: without-oracle }\n'))).toEqual([
       expect.stringMatching(/spec\.env\.draw: method sft plays no episodes/),

@@ -434,6 +434,11 @@ const trainSchema = section({
     .describe(
       "opd/combine: reverse KL over the teacher's top-K tokens plus a tail bin (OpenClaw-RL uses 50), in place of the sampled-token advantage teacher − old; combine weighs it with w_opd",
     ),
+  distillDirection: oneOf(['reverse', 'forward'] as const)
+    .optional()
+    .describe(
+      'With distillTopK: reverse KL(student‖teacher) (OpenClaw-RL, the default) or forward KL(teacher‖student), which also raises teacher tokens the student gives no probability',
+    ),
   hintSelect: oneOf(['longest', 'topk-overlap'] as const)
     .optional()
     .describe(
@@ -661,6 +666,7 @@ export function resolveManifest(raw: RawManifest) {
         warmup: train.warmup ? { ...train.warmup, lr: train.warmup.lr ?? lr } : undefined,
         combine: train.combine ?? (method === 'combine' ? { opdWeight: 1, rlWeight: 1 } : undefined),
         hintSelect: train.hintSelect ?? 'longest',
+        distillDirection: train.distillDirection ?? 'reverse',
       },
       env: env && { ...env, parallel: env.parallel ?? t.envParallel ?? 1 },
       eval: {

@@ -142,6 +142,7 @@ export async function createActorSet(
               entropyCoef: t.entropyCoef,
               microBatchSize: t.microBatchSize,
               passMemoryBytes: t.passMemoryMiB * 2 ** 20,
+              distillDirection: t.distillDirection,
               tis: t.tis,
               seed: t.seed,
               lora: t.lora,
