@@ -402,6 +402,31 @@ function directTopKKl(studentLogits: number[], topIds: number[], topLogprobs: nu
   return s.reduce((a, si, k) => a + si * (ln(si) - ln(t[k])), 0) + sTail * (ln(sTail) - ln(tTail));
 }
 
+/**
+ * Position 1: student p = [0.5, 0.3, 0.2]; teacher top-2 = ids [1, 0] with p [0.6, 0.3], tail 0.1.
+ * Position 2: student uniform; teacher ids [2, 1] with p [0.7, 0.2], tail 0.1.
+ */
+const twoPositions = () => ({
+  studentLogits: tf.tensor3d([
+    [
+      [ln(0.5), ln(0.3), ln(0.2)],
+      [0, 0, 0],
+    ],
+  ]),
+  teacherTopIds: [
+    [
+      [1, 0],
+      [2, 1],
+    ],
+  ],
+  teacherTopLogprobs: tf.tensor3d([
+    [
+      [ln(0.6), ln(0.3)],
+      [ln(0.7), ln(0.2)],
+    ],
+  ]),
+});
+
 describe('topKDistillationLoss', () => {
   it('matches a hand-worked K = 1 example', () => {
     // student uniform over 3 (1/3 each); teacher top-1 = id 0 with p 0.5, tail 0.5
@@ -427,26 +452,7 @@ describe('topKDistillationLoss', () => {
     //   = −0.207944 + 0.255413 + 0.138629 = 0.186098
     // Position 2: student uniform (1/3 each); teacher ids [2, 1] with p [0.7, 0.2], tail 0.1:
     //   ⅓·(ln(⅓/0.7) + ln(⅓/0.2) + ln(⅓/0.1)) = ⅓·(−0.741937 + 0.510826 + 1.203973) = 0.324287
-    const input = () => ({
-      studentLogits: tf.tensor3d([
-        [
-          [ln(0.5), ln(0.3), ln(0.2)],
-          [0, 0, 0],
-        ],
-      ]),
-      teacherTopIds: [
-        [
-          [1, 0],
-          [2, 1],
-        ],
-      ],
-      teacherTopLogprobs: tf.tensor3d([
-        [
-          [ln(0.6), ln(0.3)],
-          [ln(0.7), ln(0.2)],
-        ],
-      ]),
-    });
+    const input = twoPositions;
     const perToken = values(tf.tidy(() => topKKlPerToken(input())));
     expect(perToken[0]).toBeCloseTo(0.186098, 5);
     expect(perToken[1]).toBeCloseTo(0.324287, 5);
@@ -459,29 +465,7 @@ describe('topKDistillationLoss', () => {
   });
 
   it('forward: KL(teacher‖student) over the same bins, and it raises a token the student gives no mass', () => {
-    const ln = Math.log;
-    const input = () => ({
-      studentLogits: tf.tensor3d([
-        [
-          [ln(0.5), ln(0.3), ln(0.2)],
-          [0, 0, 0],
-        ],
-      ]),
-      teacherTopIds: [
-        [
-          [1, 0],
-          [2, 1],
-        ],
-      ],
-      teacherTopLogprobs: tf.tensor3d([
-        [
-          [ln(0.6), ln(0.3)],
-          [ln(0.7), ln(0.2)],
-        ],
-      ]),
-      direction: 'forward' as const,
-    });
-    const perToken = values(tf.tidy(() => topKKlPerToken(input())));
+    const perToken = values(tf.tidy(() => topKKlPerToken({ ...twoPositions(), direction: 'forward' })));
     // 0.6 ln(0.6/0.3) + 0.3 ln(0.3/0.5) + 0.1 ln(0.1/0.2); 0.7 ln(0.7·3) + 0.2 ln(0.2·3) + 0.1 ln(0.1·3)
     expect(perToken[0]).toBeCloseTo(0.193327, 5);
     expect(perToken[1]).toBeCloseTo(0.296794, 5);
