@@ -16,37 +16,40 @@
  */
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ClawrayError } from '../../dist/common/errors.js';
 import { buildPersonalBase, sampleBaseReplies } from '../../dist/jobs/rl/personal-base.js';
+import { countOption, option as opt } from '../task-gen.mjs';
 
 const args = process.argv.slice(2);
-const opt = (name, fallback) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? args[i + 1] : fallback;
-};
 const here = dirname(fileURLToPath(import.meta.url));
 const out = opt('out', join(here, 'base'));
+// A wrong flag is the user's mistake: say what is wrong, without a stack trace.
 const result = await buildPersonalBase({
   outDir: out,
   preset: opt('preset', 'tiny'),
-  seed: Number(opt('seed', 0)),
-  steps: Number(opt('steps', 500)),
-  batchSize: Number(opt('batch', 8)),
+  seed: countOption('seed', 0),
+  steps: countOption('steps', 500),
+  batchSize: countOption('batch', 8),
   lr: Number(opt('lr', 5e-3)),
   // The names hinted chats ask for. A 98k-parameter byte-level model does not learn to copy a
   // name out of the hint in a few hundred steps (with 22 other names it writes one of those), so
   // by default the hints name the user, as a pretrained instruct model would follow them.
   chats: {
-    turnsPerSession: Number(opt('turns', 4)),
-    sessions: Number(opt('sessions', 128)),
+    turnsPerSession: countOption('turns', 4),
+    sessions: countOption('sessions', 128),
     names: opt('names', 'Sam').split(','),
     // Without corrections heeded now and then, OPD from the policy's own samples never finds the
     // name: with --heed 0 the job stays at 0.03 (the student gives "Sam," no probability to move).
     correctedShare: Number(opt('corrected', 0.5)),
     heedShare: Number(opt('heed', 0.3)),
   },
-  logEvery: Number(opt('log-every', 50)),
+  logEvery: countOption('log-every', 50),
   overwrite: args.includes('--force'),
   log: (line) => console.error(line),
+}).catch((err) => {
+  if (!(err instanceof ClawrayError)) throw err;
+  console.error(`make-base: ${err.message}`);
+  process.exit(2);
 });
 for (const r of await sampleBaseReplies(result.dir, { count: 4 })) {
   console.error(`${r.hint ? '[hint: Sam] ' : ''}${r.request} -> ${JSON.stringify(r.reply)}`);
