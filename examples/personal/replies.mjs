@@ -101,7 +101,7 @@ try {
     JSON.stringify({
       model: checkpoint ?? base,
       score: report.score,
-      firstAttemptScore: report.firstAttemptScore,
+      replyScore: report.replyScore,
       replies: report.replies,
       knownWordShare: total === 0 ? 0 : known / total,
       // The base's answer to this very request, word for word (the opener aside).

@@ -91,7 +91,7 @@ export async function evaluatePersonal(o: PersonalEvalOptions): Promise<EvalResu
   });
   return {
     success: report.score,
-    rewardMean: report.score,
+    rewardMean: report.replyScore,
     episodes: report.sessions.length,
     seconds: (performance.now() - started) / 1000,
     sample: report.sessions[0] && transcriptLine(report.sessions[0].messages, 0),

@@ -1,7 +1,12 @@
 /**
- * The personal track's metric: the simulated user's preference score, the share of an agent's
- * replies that met the user's preference, over sessions on held-out requests (never asked in
- * training). It is what OpenClaw-RL reports as its personalization score (0.17 → 0.81 there).
+ * The personal track's metric: the simulated user's preference score, the share of requests
+ * whose first reply met the user's preference, over sessions on held-out requests (never asked
+ * in training). It is what OpenClaw-RL reports as its personalization score (0.17 → 0.81 there):
+ * how the model answers a request, not whether it can obey "start with my name" once told. A redo
+ * after a correction (the user's words in the context) counts only in `replyScore`, the sessions'
+ * mean reward; a base that heeds corrections scores there without having learned anything. An
+ * earlier request's correction may still be in the context of a later first reply, as it is in a
+ * real conversation.
  *
  * Sessions are numbered from 0 and each is a fixed script for the user's seed, so two agents (or
  * one agent before and after training) are scored on exactly the same requests and wording.
@@ -26,10 +31,11 @@ export interface PreferenceScoreOptions extends RunSessionOptions {
 }
 
 export interface PreferenceReport {
-  /** Satisfied replies / replies: the preference score. */
+  /** Requests whose first reply met the preference / requests: the preference score. */
   score: number;
-  /** The same over first replies to a request only (before any correction was in the context). */
-  firstAttemptScore: number;
+  /** Satisfied replies / replies, redos after a correction included (the sessions' mean reward). */
+  replyScore: number;
+  requests: number;
   replies: number;
   satisfied: number;
   preference: string;
@@ -60,21 +66,22 @@ export async function evaluatePreference(
 
   let replies = 0;
   let satisfied = 0;
-  let firstReplies = 0;
+  let requests = 0;
   let firstSatisfied = 0;
   for (const r of results) {
     for (const t of r.turns) {
       replies++;
       if (t.satisfied) satisfied++;
       if (t.attempt === 1) {
-        firstReplies++;
+        requests++;
         if (t.satisfied) firstSatisfied++;
       }
     }
   }
   return {
-    score: replies === 0 ? 0 : satisfied / replies,
-    firstAttemptScore: firstReplies === 0 ? 0 : firstSatisfied / firstReplies,
+    score: requests === 0 ? 0 : firstSatisfied / requests,
+    replyScore: replies === 0 ? 0 : satisfied / replies,
+    requests,
     replies,
     satisfied,
     preference: user.preference.name,
@@ -83,7 +90,7 @@ export async function evaluatePreference(
   };
 }
 
-/** The preference score alone: mean satisfied rate over held-out sessions (see evaluatePreference). */
+/** The preference score alone: first replies that met the preference (see evaluatePreference). */
 export async function preferenceScore(agent: AgentFn, options: PreferenceScoreOptions): Promise<number> {
   return (await evaluatePreference(agent, options)).score;
 }

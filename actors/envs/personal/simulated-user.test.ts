@@ -147,9 +147,10 @@ describe('preference score', () => {
     const a = await evaluatePreference(agent, { user, sessions: 8 });
     const b = await evaluatePreference(agent, { user, sessions: 8, concurrency: 4 });
     expect(b.score).toBe(a.score);
+    expect(b.replyScore).toBe(a.replyScore);
     expect(b.sessions.map((s) => s.messages)).toEqual(a.sessions.map((s) => s.messages));
     expect(a.replies).toBe(8 * user.turnsPerSession);
-    expect(a.score).toBe(0.25);
+    expect(a.replyScore).toBe(0.25);
     expect(a.split).toBe('heldout');
     const heldout = new Set(
       requestPool()
@@ -157,8 +158,21 @@ describe('preference score', () => {
         .map((r) => r.text),
     );
     for (const first of seen) expect(heldout.has(first)).toBe(true);
-    // Only each session's first reply is satisfied; redo replies count in the score only.
-    expect(a.firstAttemptScore).toBeGreaterThan(a.score);
+    // Only each session's first reply is satisfied; redos count among the replies, not the requests.
+    expect(a.requests).toBeLessThan(a.replies);
+    expect(a.score).toBe(8 / a.requests);
+  });
+
+  it('counts a request by its first reply: heeding a correction is not a learned preference', async () => {
+    const user = new SimulatedUser({ preference: 'name:Sam', seed: 3 });
+    // Answers plainly unless the user's last message asks for the name, then obeys it.
+    const heeds: AgentFn = async (messages) => {
+      const last = contentToText(messages.at(-1)?.content);
+      return /Sam/.test(last) && !/thank/i.test(last) ? 'Sam, here you go.' : 'Here you go.';
+    };
+    const r = await evaluatePreference(heeds, { user, sessions: 8 });
+    expect(r.score).toBe(0);
+    expect(r.replyScore).toBeGreaterThan(0.2);
   });
 });
 
