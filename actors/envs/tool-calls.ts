@@ -24,6 +24,24 @@ const toolCallShape = z.object({
   function: z.object({ name: z.string(), arguments: z.string() }),
 });
 
+/**
+ * A demonstrated assistant turn as a task file spells it (the `oracle` of a toolcall or swe task):
+ * text, tool calls in the OpenAI shape, or both. Strict: a misspelt key is an error, not a turn
+ * that silently calls nothing.
+ */
+export const demonstrationSchema = z.strictObject({
+  content: z.string().nullable().optional(),
+  tool_calls: z
+    .array(
+      z.strictObject({
+        id: z.string().min(1),
+        type: z.literal('function'),
+        function: z.strictObject({ name: z.string().min(1), arguments: z.string() }),
+      }),
+    )
+    .optional(),
+});
+
 export interface ParsedToolCall<Tools extends Record<string, z.ZodType>> {
   name: keyof Tools & string;
   /** The arguments as the tool's schema parsed them (the name/arguments pair was checked together). */

@@ -130,6 +130,31 @@ describe('swe task file', () => {
     expect(tasks[1]).toMatchObject({ split: 'heldout', baseCommit: 'abc123', passToPass: ['t::c'] });
   });
 
+  it('takes a demonstration from `oracle` over the gold patch, and writes it back', async () => {
+    const write = {
+      content: null,
+      tool_calls: [
+        {
+          id: 'call_1',
+          type: 'function' as const,
+          function: { name: 'write_file', arguments: JSON.stringify({ path: 'min', content: '110' }) },
+        },
+      ],
+    };
+    const patch = '--- a/min\n+++ b/min\n@@ -1 +1 @@\n-0\n+110\n';
+    const file = writeJsonl('oracle.jsonl', [
+      { ...valid, patch, oracle: [write, { content: 'Done.' }] },
+      { ...valid, instance_id: 'demo-2', patch },
+    ]);
+    const [own, gold] = await loadSweTasks(file);
+    expect(own.oracle).toEqual([write, { content: 'Done.' }]);
+    expect(own.patch).toBe(patch);
+    expect(JSON.parse(gold.oracle[0].tool_calls![0].function.arguments).command).toContain(patch);
+    const again = join(dir, 'oracle-again.jsonl');
+    await writeSweTaskFile(again, [own, gold]);
+    expect(await loadSweTasks(again)).toEqual([own, gold]);
+  });
+
   it('names the file, line and field of a bad instance', async () => {
     const at = (e: ConfigError) => e.message;
     expect(at(await loadError([valid, '{"instance_id": ']))).toMatch(/bad-\w+\.jsonl:2: not valid JSON/);
@@ -146,6 +171,9 @@ describe('swe task file', () => {
       /:1: field base_commit:/,
     );
     expect(at(await loadError([{ ...valid, split: 'test' }]))).toMatch(/:1: field split:/);
+    expect(at(await loadError([{ ...valid, oracle: [{ content: 'x', toolcalls: [] }] }]))).toMatch(
+      /:1: field oracle\.0:.*toolcalls/,
+    );
     expect(at(await loadError([{ ...valid, repo: 'nowhere' }]))).toMatch(
       /:1: field repo: .*nowhere is not a directory/,
     );

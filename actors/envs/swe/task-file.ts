@@ -15,14 +15,18 @@
  * whose output holds per-test result lines (see test-results.ts). `patch` (the gold patch, the
  * task's oracle) and `test_patch` (applied before the tests, never shown to the agent) are
  * optional; FAIL_TO_PASS / PASS_TO_PASS may be JSON arrays or, as SWE-bench ships them, strings
- * holding a JSON array. `split` is optional (default: held out when the FNV-1a hash of the
+ * holding a JSON array. `oracle` (clawray's, as in the toolcall task file: a list of assistant
+ * turns `{content?, tool_calls?}`) replaces the gold patch's `git apply` as the demonstration,
+ * e.g. one `write_file` call. `split` is optional (default: held out when the FNV-1a hash of the
  * instance id is 0 mod 5). Other fields (hints_text, version, …) are ignored.
  */
 import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, resolve } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
 import { z } from 'zod';
 import { ConfigError } from '../../../common/errors.js';
 import type { Action } from '../environment.js';
+import { demonstrationSchema } from '../tool-calls.js';
 import { splitOf, type TrackTask } from '../track.js';
 
 export interface SweTask extends TrackTask {
@@ -32,7 +36,7 @@ export interface SweTask extends TrackTask {
   repo: string;
   baseCommit?: string;
   problemStatement: string;
-  /** The gold patch, when known; the oracle applies it. */
+  /** The gold patch, when known; without an `oracle` in the task file, the oracle applies it. */
   patch?: string;
   /** Applied to the scored copy before the tests run; hidden from the agent. */
   testPatch?: string;
@@ -111,6 +115,10 @@ const instanceShape = z.object({
     .nullish()
     .transform((v) => v ?? []),
   split: z.enum(['train', 'heldout']).nullish(),
+  oracle: z
+    .array(demonstrationSchema)
+    .nullish()
+    .transform((v) => v ?? undefined),
 });
 
 type Instance = z.output<typeof instanceShape>;
@@ -161,7 +169,7 @@ function toTask(i: Instance, base: string): SweTask {
   const task: SweTask = {
     id: i.instance_id,
     split: i.split ?? splitOf(i.instance_id),
-    oracle: i.patch ? goldPatchOracle(i.patch) : [],
+    oracle: i.oracle ?? (i.patch ? goldPatchOracle(i.patch) : []),
     repo: resolve(base, i.repo),
     problemStatement: i.problem_statement,
     testCmd: i.test_cmd,
@@ -224,6 +232,8 @@ export function taskToJsonLine(task: SweTask, baseDir: string): string {
     PASS_TO_PASS: task.passToPass,
     split: task.split,
   };
+  const fromPatch = task.patch === undefined ? [] : goldPatchOracle(task.patch);
+  if (!isDeepStrictEqual(task.oracle, fromPatch)) record.oracle = task.oracle;
   return JSON.stringify(record);
 }
 

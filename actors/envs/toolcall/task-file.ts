@@ -8,28 +8,18 @@ import { stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { assertUniqueIds, readJsonlRecords } from '../jsonl-records.js';
+import { demonstrationSchema } from '../tool-calls.js';
 import { fnv1a, splitOfHash } from '../track.js';
 import type { ToolcallTask } from './tasks.js';
 
 export const TASK_FILE_NAME = 'tasks.jsonl';
-
-const toolCall = z.strictObject({
-  id: z.string().min(1),
-  type: z.literal('function'),
-  function: z.strictObject({ name: z.string().min(1), arguments: z.string() }),
-});
-
-const action = z.strictObject({
-  content: z.string().nullable().optional(),
-  tool_calls: z.array(toolCall).optional(),
-});
 
 const record = z.strictObject({
   id: z.string().min(1).optional(),
   question: z.string().min(1),
   answer: z.union([z.string().min(1), z.number()]).transform(String),
   split: z.enum(['train', 'heldout']).optional(),
-  oracle: z.array(action).optional(),
+  oracle: z.array(demonstrationSchema).optional(),
 });
 
 /** Reads a toolcall task file (or the `tasks.jsonl` of a directory). */
