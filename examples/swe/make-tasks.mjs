@@ -6,18 +6,19 @@
  *
  * The repository holds two one-line settings files, `min` and `max`, both "0". Every issue asks
  * for one of them to hold a three-digit value; its hidden tests (the task's test_cmd) check that
- * file (FAIL_TO_PASS) and that the other one is untouched (PASS_TO_PASS). The gold patch is a
- * five-line unified diff, which the track's oracle applies with `git apply`.
+ * file (FAIL_TO_PASS) and that the other one is untouched (PASS_TO_PASS). A demonstrated issue
+ * carries its gold patch (a five-line unified diff, SWE-bench's field) and an `oracle`: the same
+ * fix as one `write_file` call, which is what the warm start imitates.
  *
- * - "Set min to NNN." / "Set max to NNN.": clean demonstrations (the gold patch, split train).
- *   The warm start learns from them the call format, the patch, copying the value into it, and
+ * - "Set min to NNN." / "Set max to NNN.": clean demonstrations (split train).
+ *   The warm start learns from them the call format, copying the value into it, and
  *   these two phrasings.
- * - "Floor is now NNN." (min) / "Limit is now NNN." (max): the RL tasks (no patch; split by the
+ * - "Floor is now NNN." (min) / "Limit is now NNN." (max): the RL tasks (no demonstration; split by the
  *   track's hash rule on the instance id, so the held-out split is these phrasings only), plus a
  *   few demonstrations from an unreliable demonstrator who mixes the two files up: half of its
- *   patches edit the other file (they score −1; the task's tests stay the true ones). Imitating
+ *   fixes edit the other file (they score −1; the task's tests stay the true ones). Imitating
  *   them leaves the policy at a coin flip between the files for these phrasings, which more SFT
- *   on the same patches cannot resolve; the tests' verdict can.
+ *   on the same demonstrations cannot resolve; the tests' verdict can.
  *
  * Every value has three digits and ends its issue, and both file names have three letters, so
  * each copy sits at a fixed distance from the end of the prompt, which a 98k-parameter model
@@ -59,6 +60,27 @@ const other = (file) => (file === 'min' ? 'max' : 'min');
 /** The gold patch: `file` goes from BASE to `value`. */
 const patchFor = (file, value) => `--- a/${file}\n+++ b/${file}\n@@ -1 +1 @@\n-${BASE}\n+${value}\n`;
 
+/**
+ * The demonstration: one `write_file` of the new value, as an agent with an editor tool makes the
+ * fix (a 35-character call; the gold patch's `git apply` heredoc is 140, too long for a model this
+ * small to copy without typos). The gold patch stays in the task as SWE-bench's reference.
+ */
+const oracleFor = (file, value) => [
+  {
+    content: null,
+    tool_calls: [
+      {
+        id: 'call_fix',
+        type: 'function',
+        // The value first: "min" is two tokens and "max" three, so after the path the copy
+        // would sit at a distance that depends on the file.
+        function: { name: 'write_file', arguments: JSON.stringify({ content: String(value), path: file }) },
+      },
+    ],
+  },
+  { content: 'Done.' },
+];
+
 /** A test named after its file passes when the file holds `value` (sh; printed pytest-style). */
 const check = (file, value) =>
   `[ "$(cat ${file})" = ${value} ] && echo PASSED ${file} || echo FAILED ${file}`;
@@ -74,7 +96,7 @@ for (const [prefix, file, clean, idPrefix] of TYPES) {
     if (seen.has(statement)) continue;
     seen.add(statement);
     // The first NOISY tasks of an RL type are the unreliable demonstrator's; they are marked
-    // train so the split rule cannot put them in held-out (RL skips them: they have a patch).
+    // train so the split rule cannot put them in held-out (RL skips them: they have a demonstration).
     const noisy = !clean && n < NOISY;
     const id = `clawray__limits-${idPrefix}-${n + 1}`;
     n++;
@@ -88,11 +110,14 @@ for (const [prefix, file, clean, idPrefix] of TYPES) {
     };
     if (clean) {
       task.patch = patchFor(file, value);
+      task.oracle = oracleFor(file, value);
       task.split = 'train';
       counts.demonstrated++;
     } else if (noisy) {
-      // Exactly half of its patches edit the other file.
-      task.patch = patchFor(counts.noisy % 2 === 0 ? file : other(file), value);
+      // Exactly half of its demonstrations edit the other file.
+      const edited = counts.noisy % 2 === 0 ? file : other(file);
+      task.patch = patchFor(edited, value);
+      task.oracle = oracleFor(edited, value);
       task.split = 'train';
       counts.noisy++;
     } else if (fnv1a(id) % 5 === 0) counts.heldout++;

@@ -1,7 +1,7 @@
 /**
  * The task set of examples/swe/rl.yaml: the shipped files are what their generator writes, and
- * they have the structure the example's claims rest on (clean gold patches of two issue types,
- * half-wrong patches of the RL types, held-out issues of the RL types only, three-digit values at
+ * they have the structure the example's claims rest on (clean demonstrations of two issue types,
+ * half-wrong demonstrations of the RL types, held-out issues of the RL types only, three-digit values at
  * the end of every issue), checked in the real sandboxed environment for a few tasks.
  */
 import { execFileSync } from 'node:child_process';
@@ -48,8 +48,16 @@ describe('examples/swe/make-tasks.mjs', () => {
     const heldout = tasks.filter((t) => t.split === 'heldout');
     expect(heldout.length).toBeGreaterThan(30);
     expect(heldout.every((t) => t.oracle.length === 0)).toBe(true);
-    // Each patch edits one file; the unreliable demonstrator edits the wrong one exactly half the time.
-    const right = (t: (typeof tasks)[number]) => t.patch!.startsWith(`--- a/${t.failToPass[0]}\n`);
+    // Each demonstration writes one file (the one its gold patch edits); the unreliable
+    // demonstrator writes the wrong one exactly half the time.
+    const written = (t: (typeof tasks)[number]) =>
+      JSON.parse(t.oracle[0].tool_calls![0].function.arguments) as { path: string; content: string };
+    for (const t of demos) {
+      expect(t.oracle[0].tool_calls![0].function.name).toBe('write_file');
+      expect(t.patch!.startsWith(`--- a/${written(t).path}\n`)).toBe(true);
+      expect(written(t).content).toBe(t.problemStatement.match(/(\d{3})\.$/)![1]);
+    }
+    const right = (t: (typeof tasks)[number]) => written(t).path === t.failToPass[0];
     const clean = demos.filter((t) => t.problemStatement.startsWith('Set'));
     expect(clean.every(right)).toBe(true);
     for (const type of ['Floor is now', 'Limit is now']) {
@@ -58,7 +66,7 @@ describe('examples/swe/make-tasks.mjs', () => {
     }
   });
 
-  it('scores a clean patch +1, a wrong-file patch and doing nothing −1, in the real sandbox', async () => {
+  it('scores a clean demonstration +1, a wrong-file one and doing nothing −1, in the real sandbox', async () => {
     const tasks = await loadSweTasks(join(here, 'tasks.jsonl'));
     const noisy = tasks.filter((t) => t.oracle.length > 0 && !t.problemStatement.startsWith('Set'));
     const sample = [
