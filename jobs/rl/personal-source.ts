@@ -152,7 +152,7 @@ export interface SimulatedUsersOptions {
   user: { preference: string; parallel: number; turnsPerSession: number; seed: number };
   sampling: { temperature: number; topP: number; maxTokens: number };
   gate: StalenessGate;
-  /** Called with each finished session's preference score. */
+  /** Called with each finished session's share of satisfied replies, redos included (its mean reward). */
   onSession?: (score: number) => void;
   onError: (err: Error) => void;
 }
