@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { matMul2d, oneHotEmbed } from './plain-matmul.js';
+import { batchMatMul, matMul2d, oneHotEmbed } from './plain-matmul.js';
 import { selectBackend } from './tfjs-backend.js';
 
 /** Values in [-1, 1) from a fixed sequence, so a failure repeats. */
@@ -59,5 +59,50 @@ describe('plain products on the wasm backend', () => {
     });
     for (let v = 0; v < vocab; v++)
       for (let j = 0; j < hidden; j++) expect(grad[v][j]).toBeCloseTo(expected[v][j], 5);
+  });
+
+  // Shapes big enough to take the split path ([2, 3] batch entries of 40×24 · 24×30), and one
+  // below its threshold; each with every transpose combination, against tf.matMul on `cpu`
+  // semantics (tf.matMul's own gradient, which on wasm runs the batched loop).
+  const cases: Array<[string, number, number, number, number[]]> = [
+    ['split', 40, 24, 30, [2, 3]],
+    ['batched', 3, 4, 5, [2]],
+  ];
+  for (const [path, m, k, p, lead] of cases)
+    for (const [ta, tb] of [
+      [false, false],
+      [false, true],
+      [true, false],
+      [true, true],
+    ])
+      it(`batchMatMul (${path} path, transposeA ${ta}, transposeB ${tb}): the product and both gradients of tf.matMul`, () => {
+        const aShape = [...lead, ...(ta ? [k, m] : [m, k])];
+        const bShape = [...lead, ...(tb ? [p, k] : [k, p])];
+        const size = (s: number[]) => s.reduce((x, y) => x * y, 1);
+        const a = tf.tensor(values(size(aShape), 6), aShape);
+        const b = tf.tensor(values(size(bShape), 7), bShape);
+        const w = tf.tensor(values(size([...lead, m, p]), 8), [...lead, m, p]);
+        const loss = (f: (x: tf.Tensor, y: tf.Tensor) => tf.Tensor) => (x: tf.Tensor, y: tf.Tensor) =>
+          tf.sum(tf.mul(f(x, y), w));
+        const [da, db] = tf.grads(loss((x, y) => batchMatMul(x, y, ta, tb)))([a, b]);
+        const [ea, eb] = tf.grads(loss((x, y) => tf.matMul(x, y, ta, tb)))([a, b]);
+        const ours = batchMatMul(a, b, ta, tb);
+        expect(ours.shape).toEqual([...lead, m, p]);
+        expect(maxDiff(ours, tf.matMul(a, b, ta, tb))).toBeLessThan(1e-4);
+        expect(maxDiff(da, ea)).toBeLessThan(1e-4);
+        expect(maxDiff(db, eb)).toBeLessThan(1e-4);
+      });
+
+  it('batchMatMul leaves no more tensors behind than tf.matMul', () => {
+    const a = tf.tensor(values(4 * 40 * 24, 9), [4, 40, 24]);
+    const b = tf.tensor(values(4 * 24 * 30, 10), [4, 24, 30]);
+    // tf.grads keeps its results out of the enclosing tidy: what tf.matMul leaves is the baseline.
+    const left = (f: (x: tf.Tensor, y: tf.Tensor) => tf.Tensor) => {
+      const before = tf.memory().numTensors;
+      tf.tidy(() => tf.grads((x: tf.Tensor, y: tf.Tensor) => tf.sum(f(x, y)))([a, b]));
+      return tf.memory().numTensors - before;
+    };
+    left((x, y) => batchMatMul(x, y));
+    expect(left((x, y) => batchMatMul(x, y))).toBe(left((x, y) => tf.matMul(x, y)));
   });
 });

@@ -17,7 +17,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { type Dims, dims as dimsOf, type ModelConfig } from './model-config.js';
-import { matMul2d, oneHotEmbed } from './plain-matmul.js';
+import { batchMatMul, matMul2d, oneHotEmbed } from './plain-matmul.js';
 import { type RopeSpec, ropeFrequencies, writeRopeRow } from './rope.js';
 import { layerPrefix, type TensorSpec, type WeightMap, weightSpecs } from './weight-names.js';
 
@@ -489,11 +489,10 @@ export class TfjsDecoder {
     const total = key.shape[2];
     // Query heads grouped under their kv head: [batch, kvHeads, groups*seq, headDim].
     const qg = qh.reshape([batch, d.kvHeads, d.groups * seq, d.headDim]) as tf.Tensor4D;
-    const scores = tf.mul(tf.matMul(qg, key, false, true), 1 / Math.sqrt(d.headDim));
+    const scores = tf.mul(batchMatMul(qg, key, false, true), 1 / Math.sqrt(d.headDim));
     const masked = tf.add(scores.reshape([batch, d.heads, seq, total]), ctx.mask);
     const probs = tf.softmax(masked, -1).reshape([batch, d.kvHeads, d.groups * seq, total]) as tf.Tensor4D;
-    const attn = tf
-      .matMul(probs, value)
+    const attn = batchMatMul(probs, value)
       .reshape([batch, d.heads, seq, d.headDim])
       .transpose([0, 2, 1, 3])
       .reshape([batch * seq, d.heads * d.headDim]) as tf.Tensor2D;

@@ -16,8 +16,11 @@ import type { Dims } from '../models/model-config.js';
 const BYTES_PER_FLOAT = 4;
 /** Floats kept per token of the padded batch, per size of the model. */
 const PER_TOKEN = { vocab: 24, hiddenPerLayer: 44, intermediatePerLayer: 16, headDimPerLayer: 36 };
-/** Floats kept per (query, key) pair, per attention head and layer. */
-const PER_PAIR_PER_HEAD_LAYER = 14;
+/**
+ * Floats kept per (query, key) pair, per attention head and layer (on wasm, attention's
+ * per-entry products hold a score matrix's parts beside their concatenation: 14 → 19).
+ */
+const PER_PAIR_PER_HEAD_LAYER = 19;
 /** Gradients and their flat copy: floats per trainable parameter. */
 const PER_PARAMETER = 2;
 /** Top-K distillation: floats per teacher token per response position. */
