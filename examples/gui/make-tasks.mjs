@@ -12,10 +12,13 @@
  *   number into the call, and which field these two phrasings name.
  * - "Make it wider, to NNN." (Width) and "Make it taller, to NNN." (Height): the RL tasks (no
  *   oracle; split by the track's hash rule on the instruction, so the held-out split is these
- *   phrasings only), plus a few demonstrations from an unreliable demonstrator who mixes the two
- *   fields up: half of its traces type into the other field. Imitating them leaves the policy at a
- *   coin flip between the fields for these phrasings, which more SFT on the same traces cannot
- *   resolve; the page's own verdict (the reward) can.
+ *   phrasings only), plus demonstrations from an unreliable demonstrator who mixes the two fields
+ *   up: it was asked each of its requests twice and typed into each field once (two task lines,
+ *   ids `<kind>-NNN-a` / `-b`). Imitating them leaves the policy at a coin flip between the fields
+ *   for these phrasings, whatever the number, which more SFT on the same traces cannot resolve;
+ *   the page's own verdict (the reward) can. (With one trace per request, half of them wrong, the
+ *   warm start memorised a field per number instead, and sampling then picked the same field for
+ *   every sample of a task: GRPO saw no group with both rewards, and learned nothing.)
  *
  * The number is the last thing of the page's accessibility tree, so it sits at a fixed distance
  * from the end of every prompt, and the call's arguments put the text first
@@ -111,10 +114,16 @@ for (const [kind, prefix, field, clean] of KINDS) {
       task.oracle = typeTrace(field, number);
       counts.demonstrated++;
     } else if (noisy) {
-      task.split = 'train';
-      // Exactly half of its traces type into the other field.
-      task.oracle = typeTrace(counts.noisy % 2 === 0 ? field : otherField(field), number);
-      counts.noisy++;
+      // The same request twice, once into each field.
+      for (const [suffix, typed] of [
+        ['a', field],
+        ['b', otherField(field)],
+      ]) {
+        const id = `${kind}-${number}-${suffix}`;
+        lines.push(JSON.stringify({ id, ...task, split: 'train', oracle: typeTrace(typed, number) }));
+        counts.noisy++;
+      }
+      continue;
     } else if (fnv1a(instruction) % 5 === 0) counts.heldout++;
     else counts.rlTrain++;
     lines.push(JSON.stringify(task));

@@ -34,7 +34,7 @@ describe('examples/gui/make-tasks.mjs', () => {
     }
   });
 
-  it('demonstrates width and height cleanly, wider and taller half wrong, and holds out only RL tasks', async () => {
+  it('demonstrates width and height cleanly, wider and taller in both fields, and holds out only RL tasks', async () => {
     const tasks = await loadGuiTasks(join(here, 'tasks'));
     const demos = tasks.filter((t) => t.oracle.length > 0);
     const rl = tasks.filter((t) => t.oracle.length === 0);
@@ -53,6 +53,13 @@ describe('examples/gui/make-tasks.mjs', () => {
       const noisy = demos.filter((t) => t.kind === kind);
       expect(noisy.length).toBeGreaterThan(0);
       expect(noisy.filter(demoField).length * 2).toBe(noisy.length);
+      // Each of its requests twice, typed once into each field: no number predicts the field.
+      const fields = new Map<string, string[]>();
+      for (const t of noisy) {
+        const field = fieldOf(t.oracle[0].tool_calls![0].function.arguments);
+        fields.set(t.instruction, [...(fields.get(t.instruction) ?? []), field]);
+      }
+      expect([...fields.values()].every((f) => f.sort().join() === 'Height,Width')).toBe(true);
     }
   });
 

@@ -61,6 +61,9 @@ describe('JobStateStore', () => {
     expect(d.adopt('toolcall', 'sub-a/step-4')).toMatchObject({ trainerStep: 4 });
     expect(() => d.adopt('toolcall', 'sub-a/step-5')).toThrow(/no driver state for step-5/);
     expect(() => d.adopt('toolcall', 'sub-a/five')).toThrow(/SUBMISSION_ID\/step-N/);
+    // A checkpoint path is refused by name, not read as "the latest run".
+    expect(() => d.adopt('toolcall', '/ckpt/toolcall/sub-a/step-4')).toThrow(/not a path/);
+    expect(() => d.adopt('toolcall', 'ckpt/sub-a/step-4')).toThrow(/not a path/);
   });
 
   it('keeps the last `keep` driver states and writes no partial file', () => {

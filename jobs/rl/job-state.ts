@@ -96,6 +96,14 @@ export class JobStateStore {
    * checkpoint step). Returns the state resumed, or null when there is nothing to resume.
    */
   adopt(jobName: string, ref: string): DriverState | null {
+    // A submission id, optionally with /step-N, looked up under this job's checkpoint root;
+    // anything else (a path, say) would otherwise read as "the latest run" and start afresh.
+    if (ref !== '' && !/^[A-Za-z0-9][A-Za-z0-9._-]*(\/[^/]+)?$/.test(ref)) {
+      throw new ConfigError(
+        `--resume ${ref}: expected SUBMISSION_ID or SUBMISSION_ID/step-N (looked up in ${this.root}), not a path`,
+        { fields: { ref } },
+      );
+    }
     const [sourceId, stepPart] = ref.split('/');
     let source: string | undefined = sourceId;
     if (!source) {
