@@ -62,8 +62,8 @@ describe('plain products on the wasm backend', () => {
   });
 
   // Shapes big enough to take the split path ([2, 3] batch entries of 40×24 · 24×30), and one
-  // below its threshold; each with every transpose combination, against tf.matMul on `cpu`
-  // semantics (tf.matMul's own gradient, which on wasm runs the batched loop).
+  // below its threshold; each with every transpose combination, against tf.matMul and its own
+  // gradient (the backend's batched loop).
   const cases: Array<[string, number, number, number, number[]]> = [
     ['split', 40, 24, 30, [2, 3]],
     ['batched', 3, 4, 5, [2]],
