@@ -10,6 +10,7 @@ import { findLocalHead, staleHeadMessage } from '../common/local-head.js';
 import { silentLogger } from '../common/logger.js';
 import { loadManifest } from '../jobs/manifest/load.js';
 import { DEFAULT_MAX_PACKAGE_BYTES, packWorkingDir } from '../jobs/package/working-dir.js';
+import { checkResumeRef } from '../jobs/rl/job-state.js';
 import {
   JobsClient,
   type JobView,
@@ -294,6 +295,7 @@ export function registerJobCommands(program: Command): void {
       .option(
         '--resume-from <submission-id[/step-N]>',
         "manifest: resume from that run's newest checkpoint, or from that step of it",
+        (ref: string) => checkResumeRef(ref, undefined, '--resume-from'),
       )
       .option(
         '--max-retries <n>',

@@ -23,6 +23,7 @@ import { connect } from '../index.js';
 import { openJobBuffer } from '../jobs/buffer/open-job-buffer.js';
 import { loadManifest } from '../jobs/manifest/load.js';
 import { RLDriver, type RLJobSummary } from '../jobs/rl/driver.js';
+import { checkResumeRef } from '../jobs/rl/job-state.js';
 import { reportProgress } from '../jobs/rl/progress-report.js';
 import { TrainerStateLostError } from '../jobs/rl/trainer-group.js';
 import { JobsClient } from '../jobs/supervisor/jobs-client.js';
@@ -56,6 +57,7 @@ export function registerRljobCommands(program: Command): void {
     .option(
       '--resume [ref]',
       "start from a checkpoint: the newest run of this job's name, or SUBMISSION_ID[/step-N]",
+      (ref: string) => checkResumeRef(ref),
     )
     .option('--address <host:port>', 'the cluster (default CLAWRAY_ADDRESS; none: an embedded cluster)')
     .option(

@@ -105,6 +105,13 @@ describe('clawray job (entrypoint jobs on a cluster of real processes)', () => {
     expect(dup.stderr).toContain("a job with submission id 'sdk-1' already exists");
   });
 
+  it('refuses a checkpoint path as --resume-from by name, before submitting anything', () => {
+    const run = clawray(['job', 'submit', '--resume-from', '/ckpt/swe-grpo/job-1/step-900', 'job.yaml']);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('--resume-from /ckpt/swe-grpo/job-1/step-900: expected SUBMISSION_ID');
+    expect(run.stderr).not.toMatch(/\n\s+at /);
+  });
+
   it('--no-wait, status, logs -f and stop: STOPPED with the process group gone', async () => {
     const submitted = clawray([
       'job',

@@ -100,7 +100,9 @@ export function batchMatMul<T extends tf.Tensor>(
   const lead = a.shape.slice(0, -2);
   const [m, k] = transposeA ? [a.shape[a.rank - 1], a.shape[a.rank - 2]] : a.shape.slice(-2);
   const p = transposeB ? b.shape[b.rank - 2] : b.shape[b.rank - 1];
-  if (!onWasm() || m * k * p < SPLIT_MIN_MACS) return tf.matMul(a, b, transposeA, transposeB) as T;
+  // The heap is read as float32: other dtypes keep tf.matMul.
+  const plain = !onWasm() || a.dtype !== 'float32' || b.dtype !== 'float32' || m * k * p < SPLIT_MIN_MACS;
+  if (plain) return tf.matMul(a, b, transposeA, transposeB) as T;
   const n = lead.reduce((x, y) => x * y, 1);
   const flat = (x: tf.Tensor) => x.reshape([n, ...x.shape.slice(-2)]) as tf.Tensor3D;
   const product = tf.customGrad((...args: Arg[]) => {

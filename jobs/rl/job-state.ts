@@ -65,6 +65,25 @@ export interface DriverState {
 const STATE_FILE = 'driver-state.json';
 const DRIVER_DIR = 'driver';
 
+/**
+ * Refuses a `--resume` reference that is not SUBMISSION_ID or SUBMISSION_ID/step-N (a path,
+ * say), which would otherwise split into an empty id, read as "the newest run", and start
+ * afresh. '' (plain `--resume`) passes. Returns the reference.
+ */
+export function checkResumeRef(
+  ref: string,
+  root = "the manifest's checkpoint.dir",
+  flag = '--resume',
+): string {
+  if (ref !== '' && !/^[A-Za-z0-9][A-Za-z0-9._-]*(\/[^/]+)?$/.test(ref)) {
+    throw new ConfigError(
+      `${flag} ${ref}: expected SUBMISSION_ID or SUBMISSION_ID/step-N (looked up in ${root}), not a path`,
+      { fields: { ref } },
+    );
+  }
+  return ref;
+}
+
 export class JobStateStore {
   /** This submission's directory (trainer checkpoints go here too). */
   readonly dir: string;
@@ -96,14 +115,7 @@ export class JobStateStore {
    * checkpoint step). Returns the state resumed, or null when there is nothing to resume.
    */
   adopt(jobName: string, ref: string): DriverState | null {
-    // A submission id, optionally with /step-N, looked up under this job's checkpoint root;
-    // anything else (a path, say) would otherwise read as "the latest run" and start afresh.
-    if (ref !== '' && !/^[A-Za-z0-9][A-Za-z0-9._-]*(\/[^/]+)?$/.test(ref)) {
-      throw new ConfigError(
-        `--resume ${ref}: expected SUBMISSION_ID or SUBMISSION_ID/step-N (looked up in ${this.root}), not a path`,
-        { fields: { ref } },
-      );
-    }
+    checkResumeRef(ref, this.root);
     const [sourceId, stepPart] = ref.split('/');
     let source: string | undefined = sourceId;
     if (!source) {
