@@ -10,6 +10,7 @@ import {
   ClawrayError,
   ConfigError,
   DeadlineExceededError,
+  errorChainMessage,
   errorOfClass,
   fromErrorInfo,
   InfeasibleError,
@@ -380,5 +381,20 @@ describe('isRetryable', () => {
     expect(isRetryable(new TypeError('x'))).toBe(false);
     expect(isRetryable('text')).toBe(false);
     expect(isRetryable(undefined)).toBe(false);
+  });
+});
+
+describe('errorChainMessage', () => {
+  it('follows the cause chain, skipping messages the line already holds', () => {
+    const root = new Error('actor host 127.0.0.1:5 stopped answering pings');
+    const middle = new UnavailableError('stream closed', { cause: root });
+    const top = new ActorUnavailableError('actor a became unavailable', { cause: middle });
+    expect(errorChainMessage(top)).toBe(
+      'actor a became unavailable: because stream closed: because actor host 127.0.0.1:5 stopped answering pings',
+    );
+    expect(errorChainMessage(new UnavailableError('x: stream closed', { cause: middle }))).toBe(
+      'x: stream closed: because actor host 127.0.0.1:5 stopped answering pings',
+    );
+    expect(errorChainMessage('plain')).toBe('plain');
   });
 });

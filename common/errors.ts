@@ -160,6 +160,22 @@ export function errorOfClass<E extends ClawrayError>(err: unknown, cls: ErrorCla
 }
 
 /**
+ * An error's message followed by its causes' (`top: because middle: because root`), for log
+ * lines: a retried call's own message often says only that something broke, its cause why.
+ * Causes whose message the line already holds are skipped.
+ */
+export function errorChainMessage(err: unknown): string {
+  const parts: string[] = [];
+  let current = err;
+  for (let depth = 0; depth <= MAX_CAUSE_DEPTH && current !== undefined && current !== null; depth++) {
+    const message = current instanceof Error ? current.message : String(current);
+    if (message && !parts.some((p) => p.includes(message))) parts.push(message);
+    current = (current as { cause?: unknown }).cause;
+  }
+  return parts.join(': because ');
+}
+
+/**
  * Whether retrying the request that failed with `err` may succeed. The first clawray error in
  * the cause chain decides, looking through wrappers that do not know (an `ActorError` is
  * retryable when the error its method threw is); anything else is not retryable.

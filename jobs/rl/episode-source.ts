@@ -6,6 +6,7 @@
  */
 import type { TrackTask } from '../../actors/envs/track.js';
 import { sleep } from '../../common/backoff.js';
+import { errorChainMessage } from '../../common/errors.js';
 import type { TrajectoryRecord } from '../buffer/types.js';
 import { EpisodeQueue, type EpisodeTicket } from './episode-queue.js';
 import { isPeerLoss } from './failures.js';
@@ -65,7 +66,7 @@ export class EpisodeSource implements RolloutSource {
         const loss = isPeerLoss(err);
         if (loss ? Date.now() > lossDeadline : attempt >= maxAttempts) throw err;
         ctx.log(
-          `episode g${ticket.group}/e${ticket.index} on ${task.id} ${loss ? 'lost a peer' : 'failed'} (attempt ${attempt}), playing it again: ${(err as Error).message}`,
+          `episode g${ticket.group}/e${ticket.index} on ${task.id} ${loss ? 'lost a peer' : 'failed'} (attempt ${attempt}), playing it again: ${errorChainMessage(err)}`,
         );
         if (loss) await sleep(this.o.retryDelayMs ?? 250, ctx.signal);
       }

@@ -7,6 +7,7 @@
  */
 
 import { sleep } from '../../common/backoff.js';
+import { errorChainMessage } from '../../common/errors.js';
 import type { TrajectoryBuffer, TrajectoryRecord } from '../buffer/types.js';
 import { groupKey } from './batches.js';
 import { isPeerLoss } from './failures.js';
@@ -78,7 +79,7 @@ async function judgeWithRetries(
     } catch (err) {
       if (!isPeerLoss(err) || o.signal.aborted) throw err;
       if (attempt === 1)
-        o.log?.(`judging ${turns[0].sessionId} lost a peer, retrying: ${(err as Error).message}`);
+        o.log?.(`judging ${turns[0].sessionId} lost a peer, retrying: ${errorChainMessage(err)}`);
       await sleep(o.retryDelayMs ?? 250, o.signal);
     }
   }

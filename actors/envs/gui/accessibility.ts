@@ -20,10 +20,57 @@ export interface TreeOptions {
   /** Append each element's `[box=x,y,width,height]` in viewport pixels. */
   boxes?: boolean;
   timeoutMs?: number;
+  /** Number refs as the episode's first document does (see RefNumbering). */
+  refs?: RefNumbering;
 }
 
 export async function accessibilityTree(page: Page, options: TreeOptions = {}): Promise<string> {
-  return page.ariaSnapshot({ mode: 'ai', boxes: options.boxes ?? false, timeout: options.timeoutMs });
+  const tree = await page.ariaSnapshot({
+    mode: 'ai',
+    boxes: options.boxes ?? false,
+    timeout: options.timeoutMs,
+  });
+  return options.refs ? options.refs.toAgent(tree) : tree;
+}
+
+const PRINTED_REF = /\[ref=(?:f(\d+))?e(\d+)\]/g;
+const REF_PARTS = /^(?:f(\d+))?e(\d+)$/;
+
+/**
+ * Playwright numbers a page's documents: the refs of its first are `e12`, of each later one
+ * `f3e12`, so that a stale ref never names an element of another document. A page kept across
+ * episodes would show the agent a prefix that grows with every episode; this counts documents
+ * from the episode's first instead, so an episode on a kept page reads as one on a new page
+ * (and a navigation within the episode still gets its own prefix).
+ */
+export class RefNumbering {
+  private base: number | undefined;
+
+  /** A new episode: the next tree printed fixes its first document's number. */
+  reset(): void {
+    this.base = undefined;
+  }
+
+  /** Rewrites the `[ref=…]` marks of a tree or label as the agent sees them. */
+  toAgent(text: string): string {
+    return text.replace(PRINTED_REF, (mark: string, doc: string | undefined, n: string) => {
+      const seq = doc === undefined ? 0 : Number(doc);
+      this.base ??= seq;
+      // No tree holds refs of a document older than the episode's: such a mark is page text.
+      return seq < this.base ? mark : `[ref=${refOf(seq - this.base, n)}]`;
+    });
+  }
+
+  /** The page's ref for one the agent gave; anything else is passed through. */
+  toPage(ref: string): string {
+    const m = REF_PARTS.exec(ref);
+    if (!m || this.base === undefined) return ref;
+    return refOf((m[1] === undefined ? 0 : Number(m[1])) + this.base, m[2]);
+  }
+}
+
+function refOf(doc: number, n: string): string {
+  return doc === 0 ? `e${n}` : `f${doc}e${n}`;
 }
 
 /** A well-formed request that names no element (or several) on the page as it is now. */
@@ -92,15 +139,25 @@ export function labelOf(c: { role: string; name: string; ref: string }): string 
   return `${c.role}${c.name ? ` ${JSON.stringify(c.name)}` : ''} [ref=${c.ref}]`;
 }
 
-/** Finds the one element `spec` names in the page's current accessibility tree. */
-export async function resolveElement(page: Page, spec: string, timeoutMs?: number): Promise<ResolvedElement> {
+/**
+ * Finds the one element `spec` names in the page's current accessibility tree. With `refs`,
+ * the refs the agent gives and the labels it gets back are in the episode's numbering.
+ */
+export async function resolveElement(
+  page: Page,
+  spec: string,
+  timeoutMs?: number,
+  refs?: RefNumbering,
+): Promise<ResolvedElement> {
   const parsed = parseElementSpec(spec);
+  const label = (c: Candidate) => (refs ? refs.toAgent(labelOf(c)) : labelOf(c));
   // A fresh snapshot: getByRef resolves against the latest one, and it is what names are matched in.
   const nodes: Candidate[] = [];
   collect(await page.ariaSnapshotJSON({ mode: 'ai', timeout: timeoutMs }), nodes);
   let found: Candidate[];
   if ('ref' in parsed) {
-    found = nodes.filter((n) => n.ref === parsed.ref);
+    const pageRef = refs ? refs.toPage(parsed.ref) : parsed.ref;
+    found = nodes.filter((n) => n.ref === pageRef);
     if (found.length === 0) {
       throw new ElementLookupError(
         `no element [ref=${parsed.ref}] on the page now; refs come from the latest accessibility tree`,
@@ -123,7 +180,7 @@ export async function resolveElement(page: Page, spec: string, timeoutMs?: numbe
       );
     }
     if (found.length > 1) {
-      const listed = found.slice(0, 8).map(labelOf).join(', ');
+      const listed = found.slice(0, 8).map(label).join(', ');
       throw new ElementLookupError(
         `${JSON.stringify(spec.trim())} matches ${found.length} elements (${listed}${found.length > 8 ? ', …' : ''}); ` +
           'name one by its ref',
@@ -131,11 +188,12 @@ export async function resolveElement(page: Page, spec: string, timeoutMs?: numbe
     }
   }
   const [hit] = found;
+  const shown = label(hit);
   return {
     locator: page.getByRef(hit.ref),
-    ref: hit.ref,
+    ref: REF.exec(shown)?.[1] ?? hit.ref,
     role: hit.role,
     name: hit.name,
-    label: labelOf(hit),
+    label: shown,
   };
 }

@@ -9,7 +9,12 @@ import type { Page } from 'playwright-core';
 import { z } from 'zod';
 import { ClawrayError, registerErrorClass } from '../../../common/errors.js';
 import type { ToolSchema } from '../environment.js';
-import { ElementLookupError, type ResolvedElement, resolveElement } from './accessibility.js';
+import {
+  ElementLookupError,
+  type RefNumbering,
+  type ResolvedElement,
+  resolveElement,
+} from './accessibility.js';
 import type { Viewport } from './browser.js';
 
 const ELEMENT_DESCRIPTION =
@@ -126,7 +131,6 @@ export function isGuiToolName(name: string): name is GuiToolName {
   return Object.hasOwn(GUI_TOOL_ARGUMENTS, name);
 }
 
-/** A well-formed call the page could not carry out; its message is the tool's answer. */
 /** An action the page could not carry out (an agent's mistake: the episode goes on). */
 export class ActionError extends ClawrayError {}
 registerErrorClass(ActionError);
@@ -137,6 +141,8 @@ export interface ActionContext {
   timeoutMs: number;
   /** How long reading the page (the tree an element is looked up in) may take. */
   readTimeoutMs: number;
+  /** The episode's ref numbering (refs the agent gives and labels it reads). */
+  refs?: RefNumbering;
 }
 
 /**
@@ -160,7 +166,7 @@ function reason(e: unknown): string {
 
 async function resolve(page: Page, spec: string, ctx: ActionContext): Promise<ResolvedElement> {
   try {
-    return await resolveElement(page, spec, ctx.readTimeoutMs);
+    return await resolveElement(page, spec, ctx.readTimeoutMs, ctx.refs);
   } catch (e) {
     if (e instanceof ElementLookupError) throw new ActionError(e.message);
     throw e;

@@ -34,7 +34,11 @@ describe.skipIf(!hasChromium)('gui environment: oracles and the do-nothing agent
   }
   beforeAll(async () => {
     browser = await launchChromium();
-    for (let i = 0; i < PARALLEL_EPISODES; i++) all.push(new GuiEnvironment({ tasks: suite, browser }));
+    // Each environment keeps its page (isolation 'page'), so every kind of task also runs on a
+    // page the previous episode used; the loaded-tasks test below opens a context per episode.
+    for (let i = 0; i < PARALLEL_EPISODES; i++) {
+      all.push(new GuiEnvironment({ tasks: suite, browser, isolation: 'page' }));
+    }
     idle.push(...all);
   });
   afterAll(async () => {

@@ -16,7 +16,7 @@
  * is passed in), and one local server serves its pages; `close()` ends both.
  */
 
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
 import { z } from 'zod';
 import { ConfigError } from '../../../common/errors.js';
 import { seededRandom } from '../../../common/random.js';
@@ -32,7 +32,7 @@ import {
 } from '../environment.js';
 import { MalformedToolCall, parseToolCall, toolCallId, toolReply } from '../tool-calls.js';
 import type { Split } from '../track.js';
-import { accessibilityTree } from './accessibility.js';
+import { accessibilityTree, RefNumbering } from './accessibility.js';
 import { ActionError, GUI_TOOL_ARGUMENTS, GUI_TOOL_SCHEMAS, performAction } from './actions.js';
 import { DEFAULT_VIEWPORT, launchChromium, newEpisodeContext, type Viewport } from './browser.js';
 import { checkGoal, REWARD_FAILURE, REWARD_SUCCESS, readPageState } from './goal.js';
@@ -81,6 +81,14 @@ export const guiSettingsSchema = z.strictObject({
   screenshots: z.boolean().optional(),
   /** Print each element's box `[box=x,y,w,h]` in the tree, for text-only agents that click points. */
   boxes: z.boolean().optional(),
+  /**
+   * What each episode starts in. 'context' (default): a new browser context, hence a new
+   * renderer process (about 0.3 s of CPU an episode). 'page': the environment's one page is
+   * kept, and between episodes everything a page can leave behind is cleared (cookies, the
+   * task origin's storage of every kind, sessionStorage, other windows, the back/forward
+   * history); a page that crashed or wandered off the task server is replaced by a new context.
+   */
+  isolation: z.enum(['context', 'page']).optional(),
   systemPrompt: z.string().min(1).optional(),
 });
 
@@ -154,6 +162,9 @@ export class GuiEnvironment implements Environment<GuiInfo> {
   private pageNotes: string[] = [];
   private done = false;
   private closed = false;
+  private crashed = false;
+  private cdp: Promise<CDPSession> | undefined;
+  private readonly refs = new RefNumbering();
 
   constructor(options: GuiEnvOptions = {}) {
     const { tasks, split = 'all', seed, browser, ...rest } = options;
@@ -181,6 +192,7 @@ export class GuiEnvironment implements Environment<GuiInfo> {
       launchTimeoutMs: s.launchTimeoutMs ?? 30_000,
       screenshots: s.screenshots ?? true,
       boxes: s.boxes ?? false,
+      isolation: s.isolation ?? 'context',
       systemPrompt: s.systemPrompt ?? defaultSystemPrompt(s.screenshots ?? true),
     };
     this.sharedBrowser = browser;
@@ -213,11 +225,13 @@ export class GuiEnvironment implements Environment<GuiInfo> {
     } else {
       task = this.pool[this.cursor++ % this.pool.length];
     }
-    await this.endContext();
     const { browser, server } = await this.start();
+    const reused = this.settings.isolation === 'page' && (await this.clearForNextEpisode(server));
+    if (!reused) await this.endContext();
     this.task = task;
     this.done = false;
     this.pageNotes = [];
+    this.refs.reset();
     this.info = {
       taskId: task.id,
       kind: task.kind,
@@ -231,7 +245,8 @@ export class GuiEnvironment implements Environment<GuiInfo> {
       unmet: Object.keys(task.goal.state),
     };
     try {
-      return await this.openPage(task, browser, server);
+      const page = reused && this.livePage ? this.livePage : await this.openContext(browser, server);
+      return await this.openTask(task, page, server);
     } catch (e) {
       // No half-open episode: step() and evaluate() refuse until a reset succeeds.
       await this.endContext();
@@ -241,7 +256,7 @@ export class GuiEnvironment implements Environment<GuiInfo> {
     }
   }
 
-  private async openPage(task: GuiTask, browser: Browser, server: PageServer): Promise<Observation> {
+  private async openContext(browser: Browser, server: PageServer): Promise<Page> {
     const context = await newEpisodeContext(browser, server.origin, this.settings.viewport);
     this.context = context;
     context.setDefaultTimeout(this.settings.actionTimeoutMs);
@@ -255,9 +270,18 @@ export class GuiEnvironment implements Environment<GuiInfo> {
       );
       dialog.dismiss().catch(() => {});
     });
-    page.on('crash', () => this.pageNotes.push('The page crashed.'));
+    page.on('crash', () => {
+      this.crashed = true;
+      this.pageNotes.push('The page crashed.');
+    });
+    this.crashed = false;
+    return page;
+  }
+
+  private async openTask(task: GuiTask, page: Page, server: PageServer): Promise<Observation> {
     const url = server.publish(task.id, task.html);
     await page.goto(url, { waitUntil: 'load', timeout: this.settings.loadTimeoutMs });
+    if (this.settings.isolation === 'page') await this.forgetHistory(page);
     await this.settle(page);
     const notes = this.pageNotes
       .splice(0)
@@ -269,6 +293,52 @@ export class GuiEnvironment implements Environment<GuiInfo> {
       { role: 'user', content },
     ];
     return this.observation(content, await this.screenshot(page));
+  }
+
+  /**
+   * Makes the kept page as good as a new one for the next episode, or says it cannot (false:
+   * the caller opens a new context). sessionStorage lives in the tab, so the page clears it
+   * itself while it is still on the task origin; the origin's other storage and the cookies
+   * are cleared through the browser, and windows the last episode opened are closed.
+   */
+  private async clearForNextEpisode(server: PageServer): Promise<boolean> {
+    const context = this.context;
+    const page = this.livePage;
+    if (!context || !page || page.isClosed() || this.crashed) return false;
+    let onOrigin = false;
+    try {
+      onOrigin = new URL(page.url()).origin === server.origin;
+    } catch {}
+    if (!onOrigin) return false;
+    try {
+      await withTimeout(
+        (async () => {
+          for (const other of context.pages()) if (other !== page) await other.close();
+          await page.evaluate('sessionStorage.clear()');
+          await (await this.devtools(page)).send('Storage.clearDataForOrigin', {
+            origin: server.origin,
+            storageTypes: 'all',
+          });
+          await context.clearCookies();
+        })(),
+        this.settings.readTimeoutMs,
+        'clearing the page for the next episode',
+      );
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** The back/forward list would otherwise lead to the last episode's page. */
+  private async forgetHistory(page: Page): Promise<void> {
+    await (await this.devtools(page)).send('Page.resetNavigationHistory');
+  }
+
+  /** The kept page's DevTools session, opened once per page. */
+  private devtools(page: Page): Promise<CDPSession> {
+    this.cdp ??= page.context().newCDPSession(page);
+    return this.cdp;
   }
 
   async step(action: Action): Promise<StepResult<GuiInfo>> {
@@ -368,6 +438,7 @@ export class GuiEnvironment implements Environment<GuiInfo> {
   private async endContext(): Promise<void> {
     const context = this.context;
     this.context = undefined;
+    this.cdp = undefined;
     this.livePage = undefined;
     await context?.close().catch(() => {});
   }
@@ -403,6 +474,7 @@ export class GuiEnvironment implements Environment<GuiInfo> {
         viewport: this.settings.viewport,
         timeoutMs: this.settings.actionTimeoutMs,
         readTimeoutMs: this.settings.readTimeoutMs,
+        refs: this.refs,
       };
       let content: string;
       try {
@@ -490,6 +562,7 @@ export class GuiEnvironment implements Environment<GuiInfo> {
       const tree = await accessibilityTree(page, {
         boxes: this.settings.boxes,
         timeoutMs: this.settings.readTimeoutMs,
+        refs: this.refs,
       });
       return (
         `Page ${JSON.stringify(title)}: viewport ${width}×${height} px, scrolled to (${sx}, ${sy}) ` +

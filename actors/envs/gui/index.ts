@@ -8,6 +8,7 @@ export {
   ElementLookupError,
   type ElementSpec,
   parseElementSpec,
+  RefNumbering,
   type ResolvedElement,
   resolveElement,
 } from './accessibility.js';
