@@ -1,7 +1,9 @@
 /**
  * `npm run bench -- envs`: environment steps/s of each track, playing the built-in suites'
  * oracle episodes with two environments at once (one per core here). The baseline is the floor
- * every sandboxed step pays: bare `true` runs in the sandbox per second, in the same run.
+ * every sandboxed step pays: bare `true` runs in the sandbox per second, in the same run. The gui
+ * track is measured twice: a browser context per episode (its default) and one kept page
+ * (`isolation: 'page'`).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -34,7 +36,7 @@ async function sandboxBaseline(): Promise<number> {
   }
 }
 
-async function trackBench(name: (typeof TRACK_NAMES)[number]) {
+async function trackBench(name: (typeof TRACK_NAMES)[number], settings?: Record<string, unknown>) {
   const track = await loadTrack(name);
   const tasks: TrackTask[] = await track.builtinTasks();
   let steps = 0;
@@ -43,7 +45,7 @@ async function trackBench(name: (typeof TRACK_NAMES)[number]) {
   let next = 0;
   const started = performance.now();
   const worker = async () => {
-    const env = track.createEnvironment(tasks);
+    const env = track.createEnvironment(tasks, { settings });
     try {
       while (performance.now() - started < TRACK_BUDGET_MS) {
         const task = tasks[next++ % tasks.length];
@@ -58,7 +60,8 @@ async function trackBench(name: (typeof TRACK_NAMES)[number]) {
   };
   await Promise.all(Array.from({ length: PARALLEL }, worker));
   const seconds = (performance.now() - started) / 1000;
-  process.stderr.write(`envs: ${name} ${episodes} episodes, ${steps} steps in ${round(seconds)} s\n`);
+  const how = settings ? ` ${JSON.stringify(settings)}` : '';
+  process.stderr.write(`envs: ${name}${how} ${episodes} episodes, ${steps} steps in ${round(seconds)} s\n`);
   return {
     stepsPerSec: round(steps / seconds),
     episodesPerSec: round(episodes / seconds, 2),
@@ -76,5 +79,10 @@ export async function runEnvsBench(): Promise<Record<string, unknown>> {
     result[`${name}EpisodesPerSec`] = r.episodesPerSec;
     result[`${name}OracleSolvedRate`] = r.oracleSolvedRate;
   }
+  // The gui line above opens a browser context per episode (the default); this one keeps a page.
+  const kept = await trackBench('gui', { isolation: 'page' });
+  result.guiKeptPageStepsPerSec = kept.stepsPerSec;
+  result.guiKeptPageEpisodesPerSec = kept.episodesPerSec;
+  result.guiKeptPageOracleSolvedRate = kept.oracleSolvedRate;
   return result;
 }

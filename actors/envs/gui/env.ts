@@ -1,6 +1,6 @@
 /**
  * The gui track's environment. An episode: a task page opens in a fresh browser context of a
- * headless Chromium → the agent sees the instruction, a screenshot (`screenshotPng`) and the
+ * headless Chromium (with `isolation: 'page'`, in the environment's kept page, cleared) → the agent sees the instruction, a screenshot (`screenshotPng`) and the
  * page's accessibility tree → each assistant turn's tool calls (click, type, key, scroll) act
  * on the page, and every turn is answered with one tool message per call, the last of which
  * also carries the page as it is now, plus a new screenshot → the episode ends when the agent
