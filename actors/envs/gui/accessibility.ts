@@ -51,7 +51,7 @@ export class RefNumbering {
     this.base = undefined;
   }
 
-  /** Rewrites the `[ref=…]` marks of a tree or label as the agent sees them. */
+  /** Rewrites the `[ref=…]` marks of a tree as the agent sees them. */
   toAgent(text: string): string {
     return text.replace(PRINTED_REF, (mark: string, doc: string | undefined, n: string) => {
       const seq = doc === undefined ? 0 : Number(doc);
@@ -59,6 +59,13 @@ export class RefNumbering {
       // No tree holds refs of a document older than the episode's: such a mark is page text.
       return seq < this.base ? mark : `[ref=${refOf(seq - this.base, n)}]`;
     });
+  }
+
+  /** One page ref (from the current tree) as the agent sees it. */
+  agentRef(ref: string): string {
+    const m = REF_PARTS.exec(ref);
+    if (!m || this.base === undefined) return ref;
+    return refOf((m[1] === undefined ? 0 : Number(m[1])) - this.base, m[2]);
   }
 
   /** The page's ref for one the agent gave; anything else is passed through. */
@@ -150,7 +157,8 @@ export async function resolveElement(
   refs?: RefNumbering,
 ): Promise<ResolvedElement> {
   const parsed = parseElementSpec(spec);
-  const label = (c: Candidate) => (refs ? refs.toAgent(labelOf(c)) : labelOf(c));
+  const shownRef = (ref: string) => (refs ? refs.agentRef(ref) : ref);
+  const label = (c: Candidate) => labelOf({ ...c, ref: shownRef(c.ref) });
   // A fresh snapshot: getByRef resolves against the latest one, and it is what names are matched in.
   const nodes: Candidate[] = [];
   collect(await page.ariaSnapshotJSON({ mode: 'ai', timeout: timeoutMs }), nodes);
@@ -188,12 +196,11 @@ export async function resolveElement(
     }
   }
   const [hit] = found;
-  const shown = label(hit);
   return {
     locator: page.getByRef(hit.ref),
-    ref: REF.exec(shown)?.[1] ?? hit.ref,
+    ref: shownRef(hit.ref),
     role: hit.role,
     name: hit.name,
-    label: shown,
+    label: label(hit),
   };
 }

@@ -158,6 +158,39 @@ describe.skipIf(!hasChromium)('gui environment: what an episode inherits from th
     }
   });
 
+  it('isolation page: a page that hung or left the task server is replaced by a new context', async () => {
+    const HUNG = task(
+      'hung',
+      `<!doctype html><title>hung</title><script>setTimeout(() => { for (;;) {} }, 50);</script>`,
+      { done: true },
+    );
+    const AWAY = task(
+      'away',
+      `<!doctype html><title>away</title><script>setTimeout(() => { location.href = 'about:blank'; }, 0);</script>`,
+      { done: true },
+    );
+    const env = new GuiEnvironment({
+      tasks: [HUNG, AWAY, ...TASKS],
+      browser,
+      isolation: 'page',
+      screenshots: false,
+      readTimeoutMs: 1_000,
+    });
+    try {
+      for (const id of ['hung', 'away']) {
+        await env.reset(id);
+        const before = env.page;
+        if (id === 'away') await expect.poll(() => env.page?.url()).toBe('about:blank');
+        expect((await env.step(DO_NOTHING_ACTION)).reward).toBe(-1);
+        await env.reset('inspect');
+        expect(env.page).not.toBe(before);
+        await expect.poll(async () => (await env.evaluate()).info.state).toEqual(CLEAN);
+      }
+    } finally {
+      await env.close();
+    }
+  });
+
   it('refuses an isolation it does not know, by name', () => {
     expect(() => new GuiEnvironment({ tasks: TASKS, isolation: 'tab' as 'page' })).toThrow(/isolation/);
   });
@@ -173,6 +206,7 @@ describe('RefNumbering', () => {
     expect(refs.toPage('e2')).toBe('f2e2');
     expect(refs.toPage('f1e4')).toBe('f3e4');
     expect(refs.toPage('Width')).toBe('Width');
+    expect(refs.agentRef('f3e4')).toBe('f1e4');
     refs.reset();
     expect(refs.toAgent('[ref=e1]')).toBe('[ref=e1]');
     expect(refs.toPage('f1e1')).toBe('f1e1');
