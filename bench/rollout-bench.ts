@@ -19,9 +19,9 @@ import { join } from 'node:path';
 import { dims, modelConfigSchema, PRESETS } from '../actors/models/model-config.js';
 import { initRandomModel } from '../actors/models/model-init.js';
 import {
+  DECODER_ATTENTIONS,
   type DecoderAttention,
   exportDecoderExternal,
-  exportDecoderOnnx,
 } from '../actors/models/onnx-export.js';
 import { SAFETENSORS_FILE, writeSafetensors } from '../actors/models/safetensors.js';
 import { weightSpecs } from '../actors/models/weight-names.js';
@@ -62,11 +62,13 @@ async function withDecoder<T>(model: RolloutModel, fn: (decoder: OnnxDecoder) =>
   const { config, dims } = model.modelDir;
   const weights = model.readWeights();
   const layout = { layers: dims.layers, kvHeads: dims.kvHeads, headDim: dims.headDim, vocab: dims.vocab };
-  const graph =
-    model.engine.decoderKind === 'gqa'
-      ? exportDecoderExternal(config, weights, { attention: 'gqa' })
-      : exportDecoderOnnx(config, weights);
-  const decoder = await OnnxDecoder.load(graph, layout, 'cpu');
+  // The engine's own graph kind and weight storage (external data, as the engine loads it).
+  const attention = model.engine.decoderKind as DecoderAttention;
+  const decoder = await OnnxDecoder.load(
+    exportDecoderExternal(config, weights, { attention }),
+    layout,
+    'cpu',
+  );
   try {
     return await fn(decoder);
   } finally {
@@ -93,14 +95,15 @@ async function kvVersusRecompute(
   const layers = model.modelDir.dims.layers;
   return withDecoder(model, async (decoder) => {
     const tokens = prompt(7, length + 1);
-    if (decoder.kind === 'gqa') {
+    if (decoder.inPlace) {
       const { vocab } = decoder.layout;
       const run = (slots: KvSlots, ids: number[], seqlen: number) =>
         decoder.stepInPlace({
           batch: 1,
           seq: ids.length,
           inputIds: BigInt64Array.from(ids, BigInt),
-          seqlensK: Int32Array.of(seqlen - 1),
+          pastLens: Int32Array.of(seqlen - ids.length),
+          newLens: Int32Array.of(ids.length),
           kv: slots.rows(0, 1),
           capacity: slots.capacity,
           logitsToKeep: ids.length === 1 ? 1 : 0,
@@ -156,7 +159,7 @@ async function batchingCeiling(
 ): Promise<{ step1Ms: number; step16Ms: number }> {
   const { layers, kvHeads, headDim } = model.modelDir.dims;
   return withDecoder(model, async (decoder) => {
-    if (decoder.kind === 'gqa') {
+    if (decoder.inPlace) {
       const stepInPlace = (batch: number) => {
         const slots = new KvSlots(decoder.layout, batch);
         slots.reserve(batch, past + 1);
@@ -168,7 +171,8 @@ async function batchingCeiling(
             batch,
             seq: 1,
             inputIds: new BigInt64Array(batch).fill(5n),
-            seqlensK: new Int32Array(batch).fill(past),
+            pastLens: new Int32Array(batch).fill(past),
+            newLens: new Int32Array(batch).fill(1),
             kv: slots.rows(0, batch),
             capacity: slots.capacity,
             logitsToKeep: 1,
@@ -533,9 +537,9 @@ async function qwen3Shape(): Promise<Record<string, unknown>> {
 function benchAttention(): DecoderAttention | undefined {
   const v = process.env.CLAWRAY_BENCH_ATTENTION;
   if (v === undefined || v === '') return undefined;
-  if (v !== 'gqa' && v !== 'standard')
-    throw new Error(`CLAWRAY_BENCH_ATTENTION: gqa or standard, got '${v}'`);
-  return v;
+  if (!DECODER_ATTENTIONS.includes(v as DecoderAttention))
+    throw new Error(`CLAWRAY_BENCH_ATTENTION: one of ${DECODER_ATTENTIONS.join(', ')}, got '${v}'`);
+  return v as DecoderAttention;
 }
 
 /** CLAWRAY_BENCH_THREADS / CLAWRAY_BENCH_SPIN set onnxruntime's intra-op threads and spinning. */

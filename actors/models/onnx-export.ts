@@ -42,6 +42,7 @@ import { join } from 'node:path';
 import { ConfigError } from '../../common/errors.js';
 import { type Dims, dims as dimsOf, type ModelConfig } from './model-config.js';
 import { buildGqaDecoderGraph } from './onnx-export-gqa.js';
+import { buildSlotsDecoderGraph } from './onnx-export-slots.js';
 import {
   attr,
   DataType,
@@ -156,14 +157,16 @@ export interface DecoderExportOptions {
   dtype?: WeightDtype;
   /**
    * 'standard' (default): optimum's names and opset-17 operators only, the cache concatenated
-   * per step. 'gqa': onnxruntime's contrib operators with one fixed-capacity cache buffer
-   * updated in place (onnx-export-gqa.ts); needs onnxruntime and head_dim a multiple of 16.
+   * per step. 'slots': the cache stays in the caller's buffer, read in place; a step returns
+   * only its new keys/values (onnx-export-slots.ts). 'gqa': onnxruntime's contrib operators
+   * with one fixed-capacity cache buffer updated in place (onnx-export-gqa.ts); needs
+   * onnxruntime and head_dim a multiple of 16.
    */
   attention?: DecoderAttention;
 }
 
-export type DecoderAttention = 'standard' | 'gqa';
-export const DECODER_ATTENTIONS: readonly DecoderAttention[] = ['standard', 'gqa'];
+export type DecoderAttention = 'standard' | 'slots' | 'gqa';
+export const DECODER_ATTENTIONS: readonly DecoderAttention[] = ['standard', 'slots', 'gqa'];
 
 export interface DecoderWriteOptions extends DecoderExportOptions {
   /**
@@ -405,7 +408,7 @@ export function rmsNorm(ctx: Ctx, x: string, weightName: string, size: number, s
 }
 
 /** x·cos + rotate_half(x)·sin on x [batch, heads, seq, headDim]; cos/sin [batch, 1, seq, headDim]. */
-function rope(ctx: Ctx, x: string, cos: string, sin: string, scope: string): string {
+export function rope(ctx: Ctx, x: string, cos: string, sin: string, scope: string): string {
   const { g, d } = ctx;
   const half = d.headDim / 2;
   return g.within(scope, () => {
@@ -424,50 +427,79 @@ interface AttentionInputs {
   mask: string;
 }
 
-/** Self-attention of layer `l` on x [batch, seq, hidden]; writes present.{l}.key|value. */
-function attention(ctx: Ctx, x: string, l: number, io: AttentionInputs): string {
+/**
+ * Layer `l`'s query, key and value heads of x [batch, seq, hidden], each [batch, n, seq,
+ * headDim]: projected, q/k normed per head (Qwen3), q and k rotated (RoPE).
+ */
+export function qkvHeads(
+  ctx: Ctx,
+  x: string,
+  l: number,
+  cos: string,
+  sin: string,
+): { query: string; key: string; value: string } {
   const { g, d } = ctx;
   const p = `${layerPrefix(l)}.self_attn`;
-  const q = d.heads * d.headDim;
-  const kv = d.kvHeads * d.headDim;
-  return g.within('self_attn', () => {
-    // [batch, seq, n, headDim] → (q/k norm) → [batch, n, seq, headDim] → RoPE
-    const heads = (name: 'q' | 'k' | 'v', n: number, width: number): string => {
-      let t = linear(ctx, x, `${p}.${name}_proj`, d.hidden, width, d.attentionBias);
-      t = g.op('Reshape', [t, g.ints([0, 0, n, d.headDim])]);
-      if (d.qkNorm && name !== 'v')
-        t = rmsNorm(ctx, t, `${p}.${name}_norm.weight`, d.headDim, `${name}_norm`);
-      t = g.op('Transpose', [t], [attr.ints('perm', [0, 2, 1, 3])]);
-      return name === 'v' ? t : rope(ctx, t, io.cos, io.sin, `${name}_rope`);
-    };
-    const query = heads('q', d.heads, q);
-    const key = heads('k', d.kvHeads, kv);
-    const value = heads('v', d.kvHeads, kv);
+  // [batch, seq, n, headDim] → (q/k norm) → [batch, n, seq, headDim] → RoPE
+  const heads = (name: 'q' | 'k' | 'v', n: number): string => {
+    let t = linear(ctx, x, `${p}.${name}_proj`, d.hidden, n * d.headDim, d.attentionBias);
+    t = g.op('Reshape', [t, g.ints([0, 0, n, d.headDim])]);
+    if (d.qkNorm && name !== 'v') t = rmsNorm(ctx, t, `${p}.${name}_norm.weight`, d.headDim, `${name}_norm`);
+    t = g.op('Transpose', [t], [attr.ints('perm', [0, 2, 1, 3])]);
+    return name === 'v' ? t : rope(ctx, t, cos, sin, `${name}_rope`);
+  };
+  return { query: heads('q', d.heads), key: heads('k', d.kvHeads), value: heads('v', d.kvHeads) };
+}
 
-    const axis2 = [attr.int('axis', 2)];
-    const presentKey = g.opTo(`present.${l}.key`, 'Concat', [`past_key_values.${l}.key`, key], axis2);
-    const presentValue = g.opTo(`present.${l}.value`, 'Concat', [`past_key_values.${l}.value`, value], axis2);
-    // Grouped-query attention without copying keys and values per query head: the `groups`
-    // query heads that share a kv head are stacked along the sequence axis ([batch, heads,
-    // seq, hd] → [batch, kvHeads, groups·seq, hd] is a free reshape), which made batched
-    // decode steps several times cheaper than repeating the cache with Expand.
-    const grouped = g.op('Reshape', [query, g.ints([0, d.kvHeads, -1, d.headDim])]);
-    const keysT = g.op('Transpose', [presentKey], [attr.ints('perm', [0, 1, 3, 2])]);
-    const scores = g.op('Mul', [g.op('MatMul', [grouped, keysT]), g.scalar(1 / Math.sqrt(d.headDim))]);
-    // Rows are (group, token) pairs, group-major: the [batch, 1, seq, total] mask repeats per group.
-    const mask = d.groups === 1 ? io.mask : g.op('Tile', [io.mask, g.ints([1, 1, d.groups, 1])]);
-    const probs = g.op('Softmax', [g.op('Add', [scores, mask])], [attr.int('axis', -1)]);
-    // [batch, kvHeads, groups·seq, hd] → [batch, heads, seq, hd]
-    const context = g.op('Reshape', [
-      g.op('MatMul', [probs, presentValue]),
-      g.ints([0, d.heads, -1, d.headDim]),
-    ]);
-    const merged = g.op('Reshape', [
-      g.op('Transpose', [context], [attr.ints('perm', [0, 2, 1, 3])]),
-      g.ints([0, 0, q]),
-    ]);
-    return linear(ctx, merged, `${p}.o_proj`, q, d.hidden, false);
-  });
+/**
+ * Grouped-query attention without copying keys and values per query head: the `groups` query
+ * heads that share a kv head are stacked along the sequence axis ([batch, heads, seq, hd] →
+ * [batch, kvHeads, groups·seq, hd] is a free reshape), which made batched decode steps several
+ * times cheaper than repeating the cache with Expand. Rows are (group, token) pairs,
+ * group-major, so a [.., seq, keys] mask repeats per group (`groupRows`).
+ */
+export function groupQuery(ctx: Ctx, query: string): string {
+  const { g, d } = ctx;
+  return g.op('Reshape', [query, g.ints([0, d.kvHeads, -1, d.headDim])]);
+}
+
+/** A mask [.., seq, keys] for grouped rows [.., groups·seq, keys]. */
+export function groupRows(ctx: Ctx, mask: string, rank: number): string {
+  const { g, d } = ctx;
+  if (d.groups === 1) return mask;
+  return g.op('Tile', [mask, g.ints([...Array(rank - 2).fill(1), d.groups, 1])]);
+}
+
+/** Scaled scores of grouped queries against keys [batch, kvHeads, keys, hd]. */
+export function attentionScores(ctx: Ctx, grouped: string, keys: string): string {
+  const { g, d } = ctx;
+  const keysT = g.op('Transpose', [keys], [attr.ints('perm', [0, 1, 3, 2])]);
+  return g.op('Mul', [g.op('MatMul', [grouped, keysT]), g.scalar(1 / Math.sqrt(d.headDim))]);
+}
+
+/** The grouped context [batch, kvHeads, groups·seq, hd] through o_proj: [batch, seq, hidden]. */
+export function attentionOutput(ctx: Ctx, context: string, l: number): string {
+  const { g, d } = ctx;
+  const q = d.heads * d.headDim;
+  // [batch, kvHeads, groups·seq, hd] → [batch, heads, seq, hd] → [batch, seq, heads·hd]
+  const heads = g.op('Reshape', [context, g.ints([0, d.heads, -1, d.headDim])]);
+  const merged = g.op('Reshape', [
+    g.op('Transpose', [heads], [attr.ints('perm', [0, 2, 1, 3])]),
+    g.ints([0, 0, q]),
+  ]);
+  return linear(ctx, merged, `${layerPrefix(l)}.self_attn.o_proj`, q, d.hidden, false);
+}
+
+/** Self-attention of layer `l` on x [batch, seq, hidden]; writes present.{l}.key|value. */
+function attention(ctx: Ctx, x: string, l: number, io: AttentionInputs): string {
+  const { g } = ctx;
+  const { query, key, value } = qkvHeads(ctx, x, l, io.cos, io.sin);
+  const axis2 = [attr.int('axis', 2)];
+  const presentKey = g.opTo(`present.${l}.key`, 'Concat', [`past_key_values.${l}.key`, key], axis2);
+  const presentValue = g.opTo(`present.${l}.value`, 'Concat', [`past_key_values.${l}.value`, value], axis2);
+  const scores = attentionScores(ctx, groupQuery(ctx, query), presentKey);
+  const probs = g.op('Softmax', [g.op('Add', [scores, groupRows(ctx, io.mask, 4)])], [attr.int('axis', -1)]);
+  return attentionOutput(ctx, g.op('MatMul', [probs, presentValue]), l);
 }
 
 /** SwiGLU: down(silu(gate(x)) · up(x)), silu(z) = z · sigmoid(z). */
@@ -513,14 +545,18 @@ function attentionMask(ctx: Ctx): string {
   });
 }
 
-/** cos/sin rows for position_ids, as [batch, 1, seq, headDim]. */
-function ropeInputs(ctx: Ctx, maxPositions: number): { cos: string; sin: string } {
+/** cos/sin rows for `positions` ([batch, seq] int64), as [batch, 1, seq, headDim]. */
+export function ropeInputs(
+  ctx: Ctx,
+  maxPositions: number,
+  positions = 'position_ids',
+): { cos: string; sin: string } {
   const { g, d } = ctx;
   return g.within('rotary_emb', () => {
     const tables = ropeTableData(d.headDim, d.rope, maxPositions);
     const gathered = (name: 'cos' | 'sin') => {
       const table = g.table(`rope.${name}`, [maxPositions, d.headDim], tables[name]);
-      return g.op('Unsqueeze', [g.op('Gather', [table, 'position_ids'], [attr.int('axis', 0)]), g.ints([1])]);
+      return g.op('Unsqueeze', [g.op('Gather', [table, positions], [attr.int('axis', 0)]), g.ints([1])]);
     };
     return { cos: gathered('cos'), sin: gathered('sin') };
   });
@@ -576,39 +612,13 @@ export function buildDecoderGraph(config: ModelConfig, opts: DecoderExportOption
     );
   }
   if (attentionKind === 'gqa') return buildGqaDecoderGraph(config, { ...opts, dtype, maxPositions });
+  if (attentionKind === 'slots') return buildSlotsDecoderGraph(config, { ...opts, dtype, maxPositions });
   const g = new GraphBuilder(dtype);
   const ctx: Ctx = { g, d };
-
   g.within('model', () => {
-    const embed = g.weight('model.embed_tokens.weight', [d.vocab, d.hidden], 'model.embed_tokens.weight');
-    let h = g.within('embed_tokens', () => g.op('Gather', [embed, 'input_ids'], [attr.int('axis', 0)]));
     const mask = attentionMask(ctx);
     const { cos, sin } = ropeInputs(ctx, maxPositions);
-    for (let l = 0; l < d.layers; l++) {
-      const p = layerPrefix(l);
-      h = g.within(`layers.${l}`, () => {
-        const normed = rmsNorm(ctx, h, `${p}.input_layernorm.weight`, d.hidden, 'input_layernorm');
-        const attended = g.op('Add', [h, attention(ctx, normed, l, { cos, sin, mask })]);
-        const normed2 = rmsNorm(
-          ctx,
-          attended,
-          `${p}.post_attention_layernorm.weight`,
-          d.hidden,
-          'post_attention_layernorm',
-        );
-        return g.op('Add', [attended, mlp(ctx, normed2, l)]);
-      });
-    }
-    const final = rmsNorm(ctx, h, 'model.norm.weight', d.hidden, 'norm');
-    // A tied lm_head is the embedding's transpose, kept as its own initializer so MatMul needs
-    // no Transpose (and transformers.js-style consumers see a plain MatMul).
-    const head = g.weight(
-      'lm_head.weight.T',
-      [d.hidden, d.vocab],
-      d.tied ? 'model.embed_tokens.weight' : 'lm_head.weight',
-      true,
-    );
-    g.within('lm_head', () => g.opTo('logits', 'MatMul', [final, head]));
+    decoderStack(ctx, (x, l) => attention(ctx, x, l, { cos, sin, mask }));
   });
 
   return decoderModel(g, graphIo(d), {
@@ -619,6 +629,46 @@ export function buildDecoderGraph(config: ModelConfig, opts: DecoderExportOption
     attention: 'standard',
     doc: 'decoder with key/value cache (optimum input/output names)',
   });
+}
+
+/**
+ * Embedding, the decoder layers with attention as `attend` builds it (on the layer's normed
+ * input x [batch, seq, hidden]), the final norm, `beforeHead` (what reaches lm_head: all
+ * positions by default) and lm_head into `logits`: the body the standard and slots graphs share.
+ */
+export function decoderStack(
+  ctx: Ctx,
+  attend: (x: string, l: number) => string,
+  beforeHead: (final: string) => string = (x) => x,
+): void {
+  const { g, d } = ctx;
+  const embed = g.weight('model.embed_tokens.weight', [d.vocab, d.hidden], 'model.embed_tokens.weight');
+  let h = g.within('embed_tokens', () => g.op('Gather', [embed, 'input_ids'], [attr.int('axis', 0)]));
+  for (let l = 0; l < d.layers; l++) {
+    const p = layerPrefix(l);
+    h = g.within(`layers.${l}`, () => {
+      const normed = rmsNorm(ctx, h, `${p}.input_layernorm.weight`, d.hidden, 'input_layernorm');
+      const attended = g.op('Add', [h, g.within('self_attn', () => attend(normed, l))]);
+      const normed2 = rmsNorm(
+        ctx,
+        attended,
+        `${p}.post_attention_layernorm.weight`,
+        d.hidden,
+        'post_attention_layernorm',
+      );
+      return g.op('Add', [attended, mlp(ctx, normed2, l)]);
+    });
+  }
+  const final = beforeHead(rmsNorm(ctx, h, 'model.norm.weight', d.hidden, 'norm'));
+  // A tied lm_head is the embedding's transpose, kept as its own initializer so MatMul needs
+  // no Transpose (and transformers.js-style consumers see a plain MatMul).
+  const head = g.weight(
+    'lm_head.weight.T',
+    [d.hidden, d.vocab],
+    d.tied ? 'model.embed_tokens.weight' : 'lm_head.weight',
+    true,
+  );
+  g.within('lm_head', () => g.opTo('logits', 'MatMul', [final, head]));
 }
 
 /**

@@ -21,6 +21,8 @@ import { checkWeights } from '../models/model-dir.js';
 import {
   allocateWeightData,
   buildDecoderGraph,
+  DECODER_ATTENTIONS,
+  type DecoderAttention,
   type DecoderExportOptions,
   entriesBySource,
   readWeight,
@@ -126,7 +128,8 @@ export class DecoderWeights {
     const maxPositions = Number(meta.get('max_positions') ?? config.max_position_embeddings);
     // The file's graph kind unless the caller asks for the other one: the weights carry over by
     // name; the RoPE tables (named per kind) are then computed afresh from the config.
-    const fileAttention = meta.get('clawray.attention') === 'gqa' ? 'gqa' : 'standard';
+    const named = meta.get('clawray.attention') as DecoderAttention | undefined;
+    const fileAttention: DecoderAttention = named && DECODER_ATTENTIONS.includes(named) ? named : 'standard';
     const attention = opts.attention ?? fileAttention;
     const { model, layout } = buildDecoderGraph(config, { ...opts, dtype, maxPositions, attention });
     const have = new Map(file.graph.initializer.map((t) => [t.name ?? '', t]));

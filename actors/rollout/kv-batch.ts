@@ -142,22 +142,21 @@ export class KvBatch {
 }
 
 /**
- * Capacity grows in steps of this many slots. Small, because onnxruntime-node copies every
- * fetched output into a fresh JS buffer after each run (even a preallocated one): a step costs
- * a copy of the whole buffer, so the buffer is kept within a step or two of the longest row,
- * and regrown (one copy of the live cache) every SLOT_GRANULE decode steps.
+ * Capacity grows in steps of this many slots. Small, because a step's work grows with the
+ * capacity, not with the rows' lengths: the slots graph scores every slot of the buffer (the
+ * ones past a row's length masked out), and onnxruntime-node copies a GQA graph's fetched
+ * buffer into a fresh JS array after each run. So the buffer is kept within a step or two of the
+ * longest row and regrown (one copy of the live cache) every SLOT_GRANULE decode steps.
  */
 export const SLOT_GRANULE = 32;
 
 /**
- * The cache of a GQA decoder (onnx-export-gqa.ts): per layer key then value, one buffer
- * [rows, kvHeads, capacity, headDim] that the graph reads and writes in place. Row i holds
- * member i's cache right-padded (slots 0 … len − 1); the members in use are rows 0 … size − 1,
- * so the rows a step feeds are one contiguous view. The graph writes only the new slots (no
- * concatenation, no repacking when members join or leave: a member that leaves has the last
- * row moved into its place); the buffer is reallocated only when the rows or the capacity
- * must grow (or shrink). onnxruntime-node still copies the fetched buffer once per run (see
- * SLOT_GRANULE), which is why the capacity follows the longest row closely.
+ * The cache of an in-place decoder (onnx-export-slots.ts, onnx-export-gqa.ts): per layer key
+ * then value, one buffer [rows, kvHeads, capacity, headDim]. Row i holds member i's cache
+ * right-padded (slots 0 … len − 1); the members in use are rows 0 … size − 1, so the rows a
+ * step feeds are one contiguous view. A step adds only the new slots (no concatenation, no
+ * repacking when members join or leave: a member that leaves has the last row moved into its
+ * place); the buffer is reallocated only when the rows or the capacity must grow (or shrink).
  */
 export class KvSlots {
   /** Slots per row. */
@@ -222,6 +221,21 @@ export class KvSlots {
     if (this.size >= this.rowsHeld) throw new Error('KvSlots: no free row (reserve first)');
     this.lens.push(len);
     return this.lens.length - 1;
+  }
+
+  /** Copies row `fromRow` of `source` (its live slots) into row `row`, which takes its length. */
+  copyRow(source: KvSlots, fromRow: number, row: number): void {
+    const len = source.lens[fromRow];
+    if (len > this.capacity) throw new Error(`KvSlots: a row of ${len} slots does not fit ${this.capacity}`);
+    const { kvHeads, headDim } = this.layout;
+    for (let t = 0; t < this.kv.length; t++) {
+      for (let h = 0; h < kvHeads; h++) {
+        const from = (fromRow * kvHeads + h) * source.capacity * headDim;
+        const to = (row * kvHeads + h) * this.capacity * headDim;
+        this.kv[t].set(source.kv[t].subarray(from, from + len * headDim), to);
+      }
+    }
+    this.lens[row] = len;
   }
 
   /** Views of rows `from` … `from + count − 1` of every tensor (what a step feeds). */

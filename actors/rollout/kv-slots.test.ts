@@ -1,7 +1,7 @@
 /**
- * KvSlots, the GQA engine's cache: rows right-padded in one buffer per tensor, a leaving row
- * replaced by the last one, the capacity following the longest row (grown and shrunk with
- * every row's live slots kept).
+ * KvSlots, the in-place engine's cache: rows right-padded in one buffer per tensor, a leaving
+ * row replaced by the last one, the capacity following the longest row (grown and shrunk with
+ * every row's live slots kept), a row copied in from a buffer of another capacity.
  */
 import { describe, expect, it } from 'vitest';
 import { KvSlots, SLOT_GRANULE } from './kv-batch.js';
@@ -69,6 +69,27 @@ describe('KvSlots', () => {
     slots.remove(0);
     expect(slots.size).toBe(0);
     expect(slots.kv).toEqual([]);
+  });
+
+  it('copies a row in from a buffer of another capacity, its live slots only', () => {
+    const own = new KvSlots(layout, 1);
+    own.reserve(1, 3 * SLOT_GRANULE);
+    own.add();
+    fill(own, 0, 2 * SLOT_GRANULE + 5, 7);
+    const batch = new KvSlots(layout, 4);
+    batch.reserve(2, 3 * SLOT_GRANULE - 1);
+    batch.add();
+    batch.add();
+    fill(batch, 0, 4, 1);
+    const row0 = live(batch, 0);
+    batch.copyRow(own, 0, 1);
+    expect(batch.lens).toEqual([4, 2 * SLOT_GRANULE + 5]);
+    expect(live(batch, 1)).toEqual(live(own, 0));
+    expect(live(batch, 0)).toEqual(row0);
+    const small = new KvSlots(layout, 1);
+    small.reserve(1, 4);
+    small.add();
+    expect(() => small.copyRow(own, 0, 0)).toThrow(/does not fit/);
   });
 
   it('refuses a row it has no room for', () => {

@@ -49,6 +49,8 @@ export interface StepOutput {
   presentKv: Float32Array[];
 }
 
+const EMPTY_CACHE = new Float32Array(0);
+
 function wantsGpu(): boolean {
   const visible = process.env.CUDA_VISIBLE_DEVICES;
   return visible !== undefined && visible !== '' && visible !== '-1';
@@ -71,21 +73,28 @@ export interface DecoderLoadOptions {
   allowSpinning?: boolean;
 }
 
-/** The two graph kinds: optimum's names (concatenated cache) or GQA's shared buffer. */
-export type DecoderKind = 'standard' | 'gqa';
+/**
+ * The graph kinds: optimum's names (the cache concatenated and returned every step, `step`),
+ * or a cache kept in the caller's buffer (`stepInPlace`): 'slots' (the graph returns only the
+ * new keys/values, which the decoder writes into the buffer) or 'gqa' (GroupQueryAttention
+ * writes them into the shared past/present buffer itself).
+ */
+export type DecoderKind = 'standard' | 'slots' | 'gqa';
 
 /**
- * One step of a GQA graph (onnx-export-gqa.ts): rows right-padded in a buffer of `capacity`
- * slots per row, fed as past and fetched as present, so the new keys/values are written into
- * it at each row's next slots.
+ * One step of an in-place graph ('slots' or 'gqa'): rows right-padded in a buffer of
+ * `capacity` slots per row; row b holds `pastLens[b]` slots before the step and receives
+ * `newLens[b]` (≤ seq) new ones at the slots after them.
  */
 export interface InPlaceStepInput {
   batch: number;
   /** New tokens per row (right-padded to a common count). */
   seq: number;
   inputIds: BigInt64Array;
-  /** Each row's length after this step − 1. */
-  seqlensK: Int32Array;
+  /** Slots each row holds before this step. */
+  pastLens: Int32Array;
+  /** Real new tokens of each row (the rest of its `seq` is padding). */
+  newLens: Int32Array;
   /** Per layer key then value, each [batch, kvHeads, capacity, headDim]: read and updated in place. */
   kv: Float32Array[];
   capacity: number;
@@ -96,7 +105,7 @@ export interface InPlaceStepInput {
 }
 
 export class OnnxDecoder {
-  /** 'gqa' when the graph takes a shared past/present buffer (it has `seqlens_k`). */
+  /** From the graph's inputs: `seqlens_k` is GQA's, `past_lengths` the slots graph's. */
   readonly kind: DecoderKind;
 
   private constructor(
@@ -104,7 +113,8 @@ export class OnnxDecoder {
     readonly layout: KvLayout,
     readonly provider: ExecutionProvider,
   ) {
-    this.kind = session.inputNames.includes('seqlens_k') ? 'gqa' : 'standard';
+    const inputs = session.inputNames;
+    this.kind = inputs.includes('seqlens_k') ? 'gqa' : inputs.includes('past_lengths') ? 'slots' : 'standard';
   }
 
   /**
@@ -157,40 +167,83 @@ export class OnnxDecoder {
     throw lastError;
   }
 
+  /** Whether the graph updates a cache buffer the caller keeps (`stepInPlace`), not `step`. */
+  get inPlace(): boolean {
+    return this.kind !== 'standard';
+  }
+
   /**
-   * One step of a GQA graph: the cache buffers are fed as past and fetched as present, so the
-   * step's new slots land in them; the logits land in `input.logits`. (onnxruntime-node copies
-   * the fed buffer in and the fetched one back, see onnx-export-gqa.ts: the graph's in-place
-   * update happens inside onnxruntime only where the same memory reaches it.)
+   * One step of an in-place graph: row b's new keys/values land in `input.kv` at slots
+   * pastLens[b] … pastLens[b] + newLens[b] − 1; the logits in `input.logits`. A GQA graph
+   * writes them itself (the buffers are fed as past and fetched as present: one memory, which
+   * GroupQueryAttention updates in place, though onnxruntime-node then copies the fetched
+   * buffer into a new array); a slots graph returns only them and they are copied here.
    */
   async stepInPlace(input: InPlaceStepInput): Promise<Float32Array> {
-    if (this.kind !== 'gqa') throw new ConfigError('stepInPlace needs a GQA decoder graph (attention: gqa)');
-    const { batch, seq, capacity } = input;
+    if (!this.inPlace)
+      throw new ConfigError(`stepInPlace needs a slots or GQA decoder graph, not ${this.kind}`);
+    const { batch, seq, capacity, pastLens, newLens } = input;
     const { layers, kvHeads, headDim, vocab } = this.layout;
-    let total = 0;
-    for (const s of input.seqlensK) total = Math.max(total, s + 1);
+    const kept = input.logitsToKeep > 0 ? Math.min(input.logitsToKeep, seq) : seq;
+    const logits = input.logits.subarray(0, batch * kept * vocab);
     const feeds: Record<string, ort.Tensor> = {
       input_ids: new ort.Tensor('int64', input.inputIds, [batch, seq]),
-      seqlens_k: new ort.Tensor('int32', input.seqlensK, [batch]),
-      total_sequence_length: new ort.Tensor('int32', Int32Array.of(total), []),
       num_logits_to_keep: new ort.Tensor('int64', BigInt64Array.of(BigInt(input.logitsToKeep)), []),
     };
-    const kept = input.logitsToKeep > 0 ? Math.min(input.logitsToKeep, seq) : seq;
-    const fetches: Record<string, ort.Tensor> = {
-      logits: new ort.Tensor('float32', input.logits.subarray(0, batch * kept * vocab), [batch, kept, vocab]),
+    const fetches: Record<string, ort.Tensor | null> = {
+      logits: new ort.Tensor('float32', logits, [batch, kept, vocab]),
     };
     const dims = [batch, kvHeads, capacity, headDim];
+    const cache = (l: number, part: 'key' | 'value') => input.kv[2 * l + (part === 'key' ? 0 : 1)];
+    if (this.kind === 'gqa') {
+      let total = 0;
+      const seqlensK = new Int32Array(batch);
+      for (let b = 0; b < batch; b++) {
+        seqlensK[b] = pastLens[b] + newLens[b] - 1;
+        total = Math.max(total, seqlensK[b] + 1);
+      }
+      feeds.seqlens_k = new ort.Tensor('int32', seqlensK, [batch]);
+      feeds.total_sequence_length = new ort.Tensor('int32', Int32Array.of(total), []);
+      for (let l = 0; l < layers; l++) {
+        for (const part of ['key', 'value'] as const) {
+          feeds[`past_key_values.${l}.${part}`] = new ort.Tensor('float32', cache(l, part), dims);
+          fetches[`present.${l}.${part}`] = new ort.Tensor('float32', cache(l, part), dims);
+        }
+      }
+      await this.session.run(feeds, fetches as Record<string, ort.Tensor>);
+      return logits;
+    }
+    feeds.past_lengths = new ort.Tensor('int64', BigInt64Array.from(pastLens, BigInt), [batch]);
+    // A first step (no row has a past) reads no slot: an empty past spares the graph scoring
+    // every masked slot of the buffer.
+    const empty = pastLens.every((n) => n === 0);
+    const pastDims = empty ? [batch, kvHeads, 0, headDim] : dims;
     for (let l = 0; l < layers; l++) {
-      for (const [t, part] of [
-        [2 * l, 'key'],
-        [2 * l + 1, 'value'],
-      ] as const) {
-        feeds[`past_key_values.${l}.${part}`] = new ort.Tensor('float32', input.kv[t], dims);
-        fetches[`present.${l}.${part}`] = new ort.Tensor('float32', input.kv[t], dims);
+      for (const part of ['key', 'value'] as const) {
+        const past = empty ? EMPTY_CACHE : cache(l, part);
+        feeds[`past_key_values.${l}.${part}`] = new ort.Tensor('float32', past, pastDims);
+        fetches[`new_key_values.${l}.${part}`] = null;
       }
     }
-    await this.session.run(feeds, fetches);
-    return input.logits.subarray(0, batch * kept * vocab);
+    const out = await this.session.run(feeds, fetches as Record<string, ort.Tensor>);
+    // [batch, kvHeads, seq, headDim] → row b, head h: slots pastLens[b] … of the row's buffer.
+    for (let l = 0; l < layers; l++) {
+      for (const part of ['key', 'value'] as const) {
+        const fresh = out[`new_key_values.${l}.${part}`].data as Float32Array;
+        const target = cache(l, part);
+        for (let b = 0; b < batch; b++) {
+          const n = newLens[b] * headDim;
+          for (let h = 0; h < kvHeads; h++) {
+            const from = (b * kvHeads + h) * seq * headDim;
+            target.set(
+              fresh.subarray(from, from + n),
+              ((b * kvHeads + h) * capacity + pastLens[b]) * headDim,
+            );
+          }
+        }
+      }
+    }
+    return logits;
   }
 
   /**

@@ -12,11 +12,12 @@
  * exceeds `memoryBudgetBytes` is refused up front with a ContextLengthError (400) naming the
  * counts; one that fits alone but not beside the running batch waits for it to shrink.
  *
- * On a GQA decoder (onnx-export-gqa.ts, `decoder.kind` 'gqa') the batch's cache is one
- * right-padded buffer per tensor (KvSlots): a sequence's prefill writes its row directly, a
- * decode step appends one slot per row (nothing concatenated, no repacking when members join
- * or leave: a leaving row is replaced by the last one), and a generating prefill computes the
- * logits of its last position only. Scoring still visits every position.
+ * On an in-place decoder (`decoder.inPlace`: the slots graph, onnx-export-slots.ts, or the GQA
+ * graph, onnx-export-gqa.ts) the batch's cache is one right-padded buffer per tensor
+ * (KvSlots): a sequence's prefill writes its row directly, a decode step appends one slot per
+ * row (nothing concatenated, no repacking when members join or leave: a leaving row is replaced
+ * by the last one), and a generating prefill computes the logits of its last position only.
+ * Scoring still visits every position.
  */
 import { totalmem } from 'node:os';
 import { ClawrayError, ConfigError, registerErrorClass } from '../../common/errors.js';
@@ -185,7 +186,7 @@ export class GenerationEngine {
   private readonly queue: Sequence[] = [];
   private members: Sequence[] = [];
   private readonly batch: KvBatch;
-  /** The batch's cache when the decoder is a GQA graph (updated in place, rows = members). */
+  /** The batch's cache when the decoder is an in-place graph (rows = members). */
   private readonly slots: KvSlots;
   private running = false;
   private version: number;
@@ -289,7 +290,7 @@ export class GenerationEngine {
     return this.decoder.provider;
   }
 
-  /** The decoder graph's kind: 'gqa' (cache updated in place) or 'standard'. */
+  /** The decoder graph's kind: 'slots' or 'gqa' (cache kept in place) or 'standard'. */
   get decoderKind(): string {
     return this.decoder.kind;
   }
@@ -522,7 +523,7 @@ export class GenerationEngine {
         if (this.options.swapMode === 'requeue' && this.members.length > 0) this.requeueMembers();
         if (this.members.length === 0) await this.applySwap();
       }
-      if (this.decoder.kind === 'gqa') {
+      if (this.decoder.inPlace) {
         await this.admitInPlace();
         if (this.members.length === 0) {
           if (this.swap || this.queue.length > 0) continue;
@@ -583,10 +584,8 @@ export class GenerationEngine {
     visit: (position: number, logits: Float32Array) => void,
   ): Promise<SequenceKv> {
     const decoder = this.decoder;
-    if (decoder.kind === 'gqa') {
-      const own = new KvSlots(decoder.layout, 1);
-      own.reserve(1, tokenIds.length);
-      await this.forwardInPlace(own, own.add(), tokenIds, from, visit);
+    if (decoder.inPlace) {
+      await this.forwardInPlace(tokenIds, from, visit);
       return { len: tokenIds.length, kv: [] };
     }
     const { layers, kvHeads, headDim, vocab } = decoder.layout;
@@ -832,35 +831,44 @@ export class GenerationEngine {
     this.members = next;
   }
 
-  // ---- GQA decoders: one cache buffer updated in place ----------------------------------
+  // ---- in-place decoders (slots, GQA): one cache buffer, rows = members ------------------
 
   /**
-   * `forward` on a GQA decoder: row `row` of `slots` is written chunk by chunk in place (batch
-   * 1, so a chunk after the first may have a past). With `lastOnly`, each chunk computes only
-   * its last position's logits (a generating prefill needs no others).
+   * `forward` on an in-place decoder, `prefillChunk` tokens a step (batch 1, so a chunk after
+   * the first has a past). A sequence of one chunk is written straight into row `into.row` of
+   * `into.slots` (the batch's buffer) when given; a longer one into a buffer of its own that
+   * grows chunk by chunk, so that each chunk attends to the slots written so far rather than to
+   * a buffer sized for the whole sequence (twice the attention work over a long prompt), and is
+   * then copied into `into`. With `lastOnly`, each chunk computes only its last position's
+   * logits (a generating prefill needs no others).
    */
   private async forwardInPlace(
-    slots: KvSlots,
-    row: number,
     tokenIds: readonly number[],
     from: number,
     visit: (position: number, logits: Float32Array) => void,
     lastOnly = false,
+    into?: { slots: KvSlots; row: number },
   ): Promise<void> {
     const decoder = this.decoder;
     const { vocab } = decoder.layout;
     const n = tokenIds.length;
     const chunk = Math.min(this.prefillChunk, n);
+    const own = into && n <= chunk ? undefined : new KvSlots(decoder.layout, 1);
+    own?.reserve(1, chunk);
+    const slots = own ?? into!.slots;
+    const row = own ? own.add() : into!.row;
     const logits = new Float32Array((lastOnly ? 1 : chunk) * vocab);
     for (let start = 0; start < n; start += chunk) {
       const end = Math.min(n, start + chunk);
+      own?.reserve(1, end);
       // Chunks before the one holding `from` need no logits at all: keep one row.
       const keep = lastOnly || end <= from ? 1 : 0;
       const out = await decoder.stepInPlace({
         batch: 1,
         seq: end - start,
         inputIds: BigInt64Array.from(tokenIds.slice(start, end), BigInt),
-        seqlensK: Int32Array.of(end - 1),
+        pastLens: Int32Array.of(start),
+        newLens: Int32Array.of(end - start),
         kv: slots.rows(row, 1),
         capacity: slots.capacity,
         logitsToKeep: keep,
@@ -871,10 +879,11 @@ export class GenerationEngine {
       for (let p = Math.max(first, from); p < end; p++)
         visit(p, out.subarray((p - first) * vocab, (p - first + 1) * vocab));
     }
+    if (own && into) into.slots.copyRow(own, row, into.row);
   }
 
   /**
-   * Admission on a GQA decoder: each admitted sequence gets the next row of the cache buffer
+   * Admission on an in-place decoder: each admitted sequence gets the next row of the cache buffer
    * and its prefill writes that row in place (no per-sequence cache, no repacking). A group of
    * short prompts shares one right-padded first-prompt step.
    */
@@ -907,7 +916,8 @@ export class GenerationEngine {
           batch: taken.length,
           seq: width,
           inputIds,
-          seqlensK: Int32Array.from(lens, (l) => l - 1),
+          pastLens: new Int32Array(taken.length),
+          newLens: Int32Array.from(lens),
           kv: this.slots.rows(first, taken.length),
           capacity: this.slots.capacity,
           logitsToKeep: 0,
@@ -925,14 +935,13 @@ export class GenerationEngine {
         const prompt = seq.request.promptTokenIds;
         let last: Float32Array | undefined;
         await this.forwardInPlace(
-          this.slots,
-          first,
           prompt,
           prompt.length - 1,
           (_, logits) => {
             last = logits;
           },
           true,
+          { slots: this.slots, row: first },
         );
         seq.version = this.version;
         this.options.observer?.onFirstToken?.((performance.now() - seq.startedAt) / 1000);
@@ -965,7 +974,8 @@ export class GenerationEngine {
       seq: 1,
       inputIds: BigInt64Array.from(members, (s) => BigInt(s.tokens[s.tokens.length - 1])),
       // The new token goes to slot len (its position), so the row's length becomes len + 1.
-      seqlensK: Int32Array.from(this.slots.lens),
+      pastLens: Int32Array.from(this.slots.lens),
+      newLens: new Int32Array(batch).fill(1),
       kv: this.slots.rows(0, batch),
       capacity: this.slots.capacity,
       logitsToKeep: 1,

@@ -51,11 +51,12 @@ export interface RolloutModelOptions {
    */
   weightDtype?: WeightDtype;
   /**
-   * The decoder graph the engine builds from the weights: 'gqa' (onnxruntime's
-   * GroupQueryAttention and fused norms, one cache buffer updated in place: a decode step copies
-   * no cache) or 'standard' (optimum's names, opset-17 operators, the cache concatenated per
-   * step). Default 'gqa' where the model allows it (head_dim a multiple of 16), else
-   * 'standard'. A model.onnx exported by another tool is always served as it is.
+   * The decoder graph the engine builds from the weights (or rebuilds around a model.onnx that
+   * clawray exported): 'slots' (default: the cache stays in the engine's buffer and is read in
+   * place; a step returns only its new keys/values, so no step copies the cache), 'standard'
+   * (optimum's names: the cache concatenated and returned every step) or 'gqa' (onnxruntime's
+   * GroupQueryAttention and fused norms over one shared buffer; head_dim a multiple of 16). A
+   * model.onnx exported by another tool is always served as it is.
    */
   attention?: DecoderAttention;
   /** Threads of onnxruntime's intra-op pool. Default onnxruntime's (one per physical core). */
@@ -82,12 +83,11 @@ export interface RolloutModelOptions {
 export const ONNX_FILE = MODEL_FILE;
 
 /**
- * The attention graph a model gets when the options do not say and the model allows both.
- * 'standard': the fused GQA graph is exact but measured no faster at batch 16 and up to 25%
- * slower at batch 1 through onnxruntime-node (its binding copies the shared KV buffer in and out
- * every step, so GQA's in-place cache never happens), and batch 1 is the personal agent's case.
+ * The attention graph a model gets when the options do not say: 'slots', the one under which
+ * no decode step copies the cache through onnxruntime-node (whose binding turns every fetched
+ * output into a new array: a graph that returns the cache pays a copy of all of it per step).
  */
-export const DEFAULT_ATTENTION: DecoderAttention = 'standard';
+export const DEFAULT_ATTENTION: DecoderAttention = 'slots';
 
 /** Options of one weight update beyond its tensors. */
 export interface WeightUpdateOptions {
@@ -104,7 +104,7 @@ interface GraphSource {
   refusal?: string;
 }
 
-/** The attention kind to build: the asked one (checked), or the default the model allows. */
+/** The attention kind to build: the asked one (checked against the model), or the default. */
 export function chooseAttention(
   config: ModelDir['config'],
   asked: DecoderAttention | undefined,
@@ -120,7 +120,7 @@ export function chooseAttention(
       fields: { option: 'attention' },
     });
   }
-  return asked ?? (unsupported ? 'standard' : DEFAULT_ATTENTION);
+  return asked ?? DEFAULT_ATTENTION;
 }
 
 function graphSource(

@@ -161,10 +161,10 @@ const modelSchema = section(
       .describe(
         "How the engines store weights they export from safetensors (float16/bfloat16: half the engine's memory; onnxruntime computes in float32). Default float32",
       ),
-    attention: oneOf(['standard', 'gqa'] as const)
+    attention: oneOf(['standard', 'slots', 'gqa'] as const)
       .optional()
       .describe(
-        "The engines' decoder graph: standard (optimum's) or gqa (onnxruntime's GroupQueryAttention). Default standard",
+        "The engines' decoder graph: slots (the cache stays in the engine's buffer, read in place; a step returns only its new keys/values), standard (optimum's: the cache concatenated and returned every step) or gqa (onnxruntime's GroupQueryAttention). Default slots",
       ),
     intraOpNumThreads: count(1, 1024, 'threads per engine')
       .optional()

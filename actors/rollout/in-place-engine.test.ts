@@ -1,9 +1,10 @@
 /**
- * The generation engine on a GQA decoder (cache rows updated in place, members leaving by
- * moving the last row into their place) against the engine on the standard decoder of the
- * same weights: greedy generations identical, logprobs and teacher scores within float
- * tolerance, with requests of uneven prompts and lengths joining and leaving a running batch,
- * grouped first-prompt steps and chunked prefill; and the RolloutModel option that picks it.
+ * The generation engine on the in-place decoders, slots and GQA (one cache buffer whose rows
+ * are the members, members leaving by moving the last row into their place), against the
+ * engine on the standard decoder of the same weights: greedy generations identical, logprobs
+ * and teacher scores within float tolerance, with requests of uneven prompts and lengths
+ * joining and leaving a running batch, grouped first-prompt steps and chunked prefill; aborts
+ * and weight swaps; and the RolloutModel option that picks the graph.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../common/errors.js';
 import { dims } from '../models/model-config.js';
 import { initRandomModel, randomWeights } from '../models/model-init.js';
-import { exportDecoderExternal, exportDecoderOnnx } from '../models/onnx-export.js';
+import { type DecoderAttention, exportDecoderExternal, exportDecoderOnnx } from '../models/onnx-export.js';
 import { OnnxDecoder } from './onnx-decoder.js';
 import { type GenerateRequest, GenerationEngine } from './rollout-engine.js';
 import { chooseAttention, DEFAULT_ATTENTION, RolloutModel } from './rollout-model.js';
@@ -26,14 +27,17 @@ const close = (a: number[], b: number[]) => {
 const tokens = (n: number, salt: number) =>
   Array.from({ length: n }, (_, j) => (salt * 31 + j * 17 + 5) % 384);
 
+const IN_PLACE_KINDS: Exclude<DecoderAttention, 'standard'>[] = ['slots', 'gqa'];
+
 async function engines(
+  kind: DecoderAttention,
   prefillChunkTokens: number,
 ): Promise<{ standard: GenerationEngine; gqa: GenerationEngine }> {
   const config = presetConfig('tiny');
   const d = dims(config);
   const weights = randomWeights(d, 4);
   const layout = { layers: d.layers, kvHeads: d.kvHeads, headDim: d.headDim, vocab: d.vocab };
-  const g = exportDecoderExternal(config, weights, { attention: 'gqa' });
+  const g = exportDecoderExternal(config, weights, { attention: kind });
   const options = { eosTokenIds: [], maxContext: 1024, prefillChunkTokens, maxBatchSize: 4 };
   return {
     standard: new GenerationEngine(
@@ -57,50 +61,51 @@ function requests(): GenerateRequest[] {
   }));
 }
 
-for (const chunk of [6, 512]) {
-  describe(`engine on a GQA decoder (prefill chunks of ${chunk})`, () => {
-    let standard: GenerationEngine;
-    let gqa: GenerationEngine;
-    beforeAll(async () => {
-      ({ standard, gqa } = await engines(chunk));
-    });
-    afterAll(async () => {
-      await standard.close();
-      await gqa.close();
-    });
-
-    it('generates what the standard decoder generates, concurrently', async () => {
-      const want = await Promise.all(requests().map((r) => standard.generate(r)));
-      const got = await Promise.all(requests().map((r) => gqa.generate(r)));
-      got.forEach((g, i) => {
-        expect(g.tokenIds).toEqual(want[i].tokenIds);
-        expect(g.finishReason).toBe(want[i].finishReason);
-        close(g.logprobs, want[i].logprobs);
-        close(
-          g.topLogprobs!.flat().map((t) => t.logprob),
-          want[i].topLogprobs!.flat().map((t) => t.logprob),
-        );
+for (const kind of IN_PLACE_KINDS)
+  for (const chunk of [6, 512]) {
+    describe(`engine on a ${kind} decoder (prefill chunks of ${chunk})`, () => {
+      let standard: GenerationEngine;
+      let gqa: GenerationEngine;
+      beforeAll(async () => {
+        ({ standard, gqa } = await engines(kind, chunk));
       });
-      expect(gqa.batchSize).toBe(0);
-    });
+      afterAll(async () => {
+        await standard.close();
+        await gqa.close();
+      });
 
-    it('sampled generations with a seed match too', async () => {
-      const sampled = requests().map((r, i) => ({ ...r, temperature: 1, seed: 100 + i }));
-      const want = await Promise.all(sampled.map((r) => standard.generate(r)));
-      const got = await Promise.all(sampled.map((r) => gqa.generate(r)));
-      for (const [i, g] of got.entries()) expect(g.tokenIds).toEqual(want[i].tokenIds);
-    });
+      it('generates what the standard decoder generates, concurrently', async () => {
+        const want = await Promise.all(requests().map((r) => standard.generate(r)));
+        const got = await Promise.all(requests().map((r) => gqa.generate(r)));
+        got.forEach((g, i) => {
+          expect(g.tokenIds).toEqual(want[i].tokenIds);
+          expect(g.finishReason).toBe(want[i].finishReason);
+          close(g.logprobs, want[i].logprobs);
+          close(
+            g.topLogprobs!.flat().map((t) => t.logprob),
+            want[i].topLogprobs!.flat().map((t) => t.logprob),
+          );
+        });
+        expect(gqa.batchSize).toBe(0);
+      });
 
-    it('teacher scores match (every position, top-K)', async () => {
-      const ids = tokens(45, 7);
-      close(await gqa.computeLogprobs(ids, 1, 1), await standard.computeLogprobs(ids, 1, 1));
-      const a = await gqa.computeTopLogprobs(ids, 20, 0.7, 3);
-      const b = await standard.computeTopLogprobs(ids, 20, 0.7, 3);
-      close(a.logprobs, b.logprobs);
-      expect(a.top.ids).toEqual(b.top.ids);
+      it('sampled generations with a seed match too', async () => {
+        const sampled = requests().map((r, i) => ({ ...r, temperature: 1, seed: 100 + i }));
+        const want = await Promise.all(sampled.map((r) => standard.generate(r)));
+        const got = await Promise.all(sampled.map((r) => gqa.generate(r)));
+        for (const [i, g] of got.entries()) expect(g.tokenIds).toEqual(want[i].tokenIds);
+      });
+
+      it('teacher scores match (every position, top-K)', async () => {
+        const ids = tokens(45, 7);
+        close(await gqa.computeLogprobs(ids, 1, 1), await standard.computeLogprobs(ids, 1, 1));
+        const a = await gqa.computeTopLogprobs(ids, 20, 0.7, 3);
+        const b = await standard.computeTopLogprobs(ids, 20, 0.7, 3);
+        close(a.logprobs, b.logprobs);
+        expect(a.top.ids).toEqual(b.top.ids);
+      });
     });
-  });
-}
+  }
 
 describe('RolloutModel attention option', () => {
   let root: string;
@@ -112,38 +117,45 @@ describe('RolloutModel attention option', () => {
   });
   afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-  it('serves GQA on request and standard by default, the same greedy tokens, updates included', async () => {
-    const gqa = await RolloutModel.load({
-      modelDir: dir,
-      provider: 'cpu',
-      attention: 'gqa',
-      intraOpNumThreads: 1,
-    });
-    const standard = await RolloutModel.load({ modelDir: dir, provider: 'cpu' });
-    try {
-      expect(gqa.engine.decoderKind).toBe('gqa');
-      expect(standard.engine.decoderKind).toBe('standard');
-      const request = { promptTokenIds: tokens(11, 3), maxTokens: 8, temperature: 0 };
-      expect((await gqa.generate(request)).tokenIds).toEqual((await standard.generate(request)).tokenIds);
-      // A weight update reaches the GQA graph's buffer like the standard one's.
-      const weights = gqa.readWeights();
-      const head = weights.get('model.embed_tokens.weight')!.map((x, i) => x + (i % 7) * 0.05);
-      const update = new Map([['model.embed_tokens.weight', head]]);
-      await gqa.updateWeights(1, update);
-      await standard.updateWeights(1, new Map(update));
-      const after = await gqa.generate(request);
-      expect(after.weightVersion).toBe(1);
-      expect(after.tokenIds).toEqual((await standard.generate(request)).tokenIds);
-    } finally {
-      await gqa.close();
-      await standard.close();
-    }
-  });
+  it.each([
+    ['gqa when asked', 'gqa'],
+    ['slots by default', undefined],
+  ] as const)(
+    'serves %s: the standard graph’s greedy tokens, updates included',
+    async (_label, attention) => {
+      const gqa = await RolloutModel.load({
+        modelDir: dir,
+        provider: 'cpu',
+        attention,
+        intraOpNumThreads: 1,
+      });
+      const standard = await RolloutModel.load({ modelDir: dir, provider: 'cpu', attention: 'standard' });
+      try {
+        expect(gqa.engine.decoderKind).toBe(attention ?? 'slots');
+        expect(standard.engine.decoderKind).toBe('standard');
+        const request = { promptTokenIds: tokens(11, 3), maxTokens: 8, temperature: 0 };
+        expect((await gqa.generate(request)).tokenIds).toEqual((await standard.generate(request)).tokenIds);
+        // A weight update reaches the GQA graph's buffer like the standard one's.
+        const weights = gqa.readWeights();
+        const head = weights.get('model.embed_tokens.weight')!.map((x, i) => x + (i % 7) * 0.05);
+        const update = new Map([['model.embed_tokens.weight', head]]);
+        await gqa.updateWeights(1, update);
+        await standard.updateWeights(1, new Map(update));
+        const after = await gqa.generate(request);
+        expect(after.weightVersion).toBe(1);
+        expect(after.tokenIds).toEqual((await standard.generate(request)).tokenIds);
+      } finally {
+        await gqa.close();
+        await standard.close();
+      }
+    },
+  );
 
-  it('falls back to standard where GQA cannot serve the model, and refuses it when asked for', () => {
+  it('serves slots by default, any head_dim; refuses GQA where it cannot serve the model', () => {
     const odd = { ...presetConfig('tiny'), head_dim: 24 };
-    expect(chooseAttention(presetConfig('tiny'), undefined)).toBe(DEFAULT_ATTENTION);
-    expect(chooseAttention(odd, undefined)).toBe('standard');
+    expect(DEFAULT_ATTENTION).toBe('slots');
+    expect(chooseAttention(presetConfig('tiny'), undefined)).toBe('slots');
+    expect(chooseAttention(odd, undefined)).toBe('slots');
     expect(chooseAttention(odd, 'standard')).toBe('standard');
     expect(() => chooseAttention(odd, 'gqa')).toThrow(/head_dim 24/);
   });
@@ -158,18 +170,18 @@ describe('RolloutModel attention option', () => {
   });
 });
 
-describe('engine on a GQA decoder: aborts and weight swaps', () => {
+describe.each(IN_PLACE_KINDS)('engine on a %s decoder: aborts and weight swaps', (kind) => {
   const config = presetConfig('tiny');
   const d = dims(config);
   const layout = { layers: d.layers, kvHeads: d.kvHeads, headDim: d.headDim, vocab: d.vocab };
-  const gqaDecoder = async (seed: number) => {
-    const g = exportDecoderExternal(config, randomWeights(d, seed), { attention: 'gqa' });
+  const inPlaceDecoder = async (seed: number) => {
+    const g = exportDecoderExternal(config, randomWeights(d, seed), { attention: kind });
     return OnnxDecoder.load({ graph: g.graph, data: g.data }, layout, 'cpu');
   };
 
   it('an aborted member leaves the batch and the others go on unharmed', async () => {
-    const engine = new GenerationEngine(await gqaDecoder(1), { eosTokenIds: [], maxContext: 1024 });
-    const alone = new GenerationEngine(await gqaDecoder(1), { eosTokenIds: [], maxContext: 1024 });
+    const engine = new GenerationEngine(await inPlaceDecoder(1), { eosTokenIds: [], maxContext: 1024 });
+    const alone = new GenerationEngine(await inPlaceDecoder(1), { eosTokenIds: [], maxContext: 1024 });
     try {
       const controller = new AbortController();
       let n = 0;
@@ -201,13 +213,13 @@ describe('engine on a GQA decoder: aborts and weight swaps', () => {
 
   it('finishes in-flight sequences on the old weights, or requeues them onto the new ones', async () => {
     for (const swapMode of ['finish', 'requeue'] as const) {
-      const engine = new GenerationEngine(await gqaDecoder(1), {
+      const engine = new GenerationEngine(await inPlaceDecoder(1), {
         eosTokenIds: [],
         maxContext: 1024,
         swapMode,
         weightVersion: 1,
         reload: async (tensors) => {
-          const g = exportDecoderExternal(config, tensors, { attention: 'gqa' });
+          const g = exportDecoderExternal(config, tensors, { attention: kind });
           return OnnxDecoder.load({ graph: g.graph, data: g.data }, layout, 'cpu');
         },
       });

@@ -1,14 +1,17 @@
 /**
- * The GQA decoder graph (onnx-export-gqa.ts: GroupQueryAttention with one past/present
- * buffer updated in place, fused RMSNorms, rotary inside GQA) against the standard export
- * (whose logits rope-parity.test.ts checks against an independent float64 reference): batched
- * right-padded prompts of uneven lengths, chunked prefill, batched decode steps and
- * last-position-only logits, on the presets and on every RoPE scaling the family supports.
+ * The two in-place decoder graphs — slots (onnx-export-slots.ts: the cache read where it lies,
+ * only the new keys/values returned) and GQA (onnx-export-gqa.ts: GroupQueryAttention with one
+ * past/present buffer updated in place, fused RMSNorms, rotary inside GQA) — against the
+ * standard export (whose logits rope-parity.test.ts checks against an independent float64
+ * reference): batched right-padded prompts of uneven lengths, chunked prefill, batched decode
+ * steps and last-position-only logits, on the presets and on every RoPE scaling the family
+ * supports; and, for the slots graph, what only it allows (rows with different pasts taking
+ * several tokens in one step) and that slots past a row's length are never read.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dims, type ModelConfig, modelConfigSchema } from '../models/model-config.js';
 import { Prng } from '../models/model-init.js';
-import { exportDecoderExternal, exportDecoderOnnx } from '../models/onnx-export.js';
+import { type DecoderAttention, exportDecoderExternal, exportDecoderOnnx } from '../models/onnx-export.js';
 import { gqaUnsupported } from '../models/onnx-export-gqa.js';
 import { ROPE_SCALINGS } from '../models/rope-cases.test-support.js';
 import { type WeightMap, weightSpecs } from '../models/weight-names.js';
@@ -31,19 +34,23 @@ function weightsFor(config: ModelConfig, seed: number): WeightMap {
   return out;
 }
 
+type InPlaceKind = Exclude<DecoderAttention, 'standard'>;
+const IN_PLACE_KINDS: InPlaceKind[] = ['slots', 'gqa'];
+
 interface Pair {
   standard: OnnxDecoder;
+  /** The in-place graph under test. */
   gqa: OnnxDecoder;
   vocab: number;
   release(): Promise<void>;
 }
 
-async function pair(config: ModelConfig, seed: number): Promise<Pair> {
+async function pair(config: ModelConfig, seed: number, kind: InPlaceKind): Promise<Pair> {
   const d = dims(config);
   const weights = weightsFor(config, seed);
   const layout = { layers: d.layers, kvHeads: d.kvHeads, headDim: d.headDim, vocab: d.vocab };
   const standard = await OnnxDecoder.load(exportDecoderOnnx(config, weights), layout, 'cpu');
-  const g = exportDecoderExternal(config, weights, { attention: 'gqa' });
+  const g = exportDecoderExternal(config, weights, { attention: kind });
   const gqa = await OnnxDecoder.load({ graph: g.graph, data: g.data }, layout, {
     provider: 'cpu',
     intraOpNumThreads: 1,
@@ -110,7 +117,8 @@ async function batchedParity(p: Pair, prompts: number[][], steps: number): Promi
     batch,
     seq: width,
     inputIds,
-    seqlensK: Int32Array.from(seqs, (s) => s.length - 1),
+    pastLens: new Int32Array(batch),
+    newLens: Int32Array.from(seqs, (s) => s.length),
     kv: slots.rows(0, batch),
     capacity: slots.capacity,
     logitsToKeep: 0,
@@ -128,7 +136,8 @@ async function batchedParity(p: Pair, prompts: number[][], steps: number): Promi
       batch,
       seq: 1,
       inputIds: BigInt64Array.from(next, BigInt),
-      seqlensK: Int32Array.from(seqs, (s) => s.length),
+      pastLens: Int32Array.from(seqs, (s) => s.length),
+      newLens: new Int32Array(batch).fill(1),
       kv: slots.rows(0, batch),
       capacity: slots.capacity,
       logitsToKeep: 1,
@@ -144,7 +153,7 @@ async function batchedParity(p: Pair, prompts: number[][], steps: number): Promi
   return worst;
 }
 
-/** One sequence through the GQA graph in chunks of `chunk` (batch 1, past growing). */
+/** One sequence through the in-place graph in chunks of `chunk` (batch 1, past growing). */
 async function chunkedLogits(
   p: Pair,
   ids: number[],
@@ -163,7 +172,8 @@ async function chunkedLogits(
       batch: 1,
       seq: end - start,
       inputIds: BigInt64Array.from(ids.slice(start, end), BigInt),
-      seqlensK: Int32Array.of(end - 1),
+      pastLens: Int32Array.of(start),
+      newLens: Int32Array.of(end - start),
       kv: slots.rows(0, 1),
       capacity: slots.capacity,
       logitsToKeep: lastOnly ? 1 : 0,
@@ -175,20 +185,22 @@ async function chunkedLogits(
   return all;
 }
 
-describe('GQA decoder graph vs the standard graph', () => {
+describe.each(IN_PLACE_KINDS)('%s decoder graph vs the standard graph', (kind) => {
   for (const preset of ['tiny', 'small'] as const) {
     describe(preset, () => {
       let p: Pair;
       beforeAll(async () => {
-        p = await pair(presetConfig(preset), 3);
+        p = await pair(presetConfig(preset), 3, kind);
       });
       afterAll(async () => {
         await p.release();
       });
 
       it('is the graph the decoder reports', () => {
-        expect(p.gqa.kind).toBe('gqa');
+        expect(p.gqa.kind).toBe(kind);
+        expect(p.gqa.inPlace).toBe(true);
         expect(p.standard.kind).toBe('standard');
+        expect(p.standard.inPlace).toBe(false);
       });
 
       it('batched right-padded prompts of uneven lengths, then batched decode steps', async () => {
@@ -217,7 +229,7 @@ describe('GQA decoder graph vs the standard graph', () => {
   }
 });
 
-describe('GQA decoder graph: every RoPE scaling, far into the context', () => {
+describe.each(IN_PLACE_KINDS)('%s decoder graph: every RoPE scaling, far into the context', (kind) => {
   it.each(ROPE_SCALINGS)('%s', async (_name, modelType, scaling) => {
     const config = modelConfigSchema.parse({
       model_type: modelType,
@@ -234,7 +246,7 @@ describe('GQA decoder graph: every RoPE scaling, far into the context', () => {
       tie_word_embeddings: modelType === 'qwen3',
       rope_scaling: scaling,
     });
-    const p = await pair(config, 11);
+    const p = await pair(config, 11, kind);
     try {
       const ids = tokens(120, 9, p.vocab);
       const want = await standardLogits(p.standard, ids);
@@ -244,7 +256,9 @@ describe('GQA decoder graph: every RoPE scaling, far into the context', () => {
       await p.release();
     }
   });
+});
 
+describe('GQA decoder graph', () => {
   it('refuses head_dim that GQA rotary cannot take, naming it', () => {
     const config = modelConfigSchema.parse({ ...presetConfig('tiny'), head_dim: 24 });
     expect(gqaUnsupported(config)).toMatch(/head_dim 24/);
@@ -253,3 +267,122 @@ describe('GQA decoder graph: every RoPE scaling, far into the context', () => {
     );
   });
 });
+
+describe('slots decoder graph: what only it allows', () => {
+  let p: Pair;
+  beforeAll(async () => {
+    p = await pair(presetConfig('small'), 5, 'slots');
+  });
+  afterAll(async () => {
+    await p.release();
+  });
+
+  it('rows with different pasts take several (right-padded) tokens in one step', async () => {
+    const { gqa: slotsDecoder, standard, vocab } = p;
+    const prompts = [tokens(9, 1, vocab), tokens(4, 2, vocab), tokens(13, 3, vocab)];
+    const more = [tokens(5, 7, vocab), tokens(2, 8, vocab), tokens(1, 9, vocab)];
+    const batch = prompts.length;
+    const slots = new KvSlots(slotsDecoder.layout, batch);
+    slots.reserve(batch, 20);
+    // Each row's prompt on its own (batch 1) into its row, then one step of all rows together.
+    for (const [b, ids] of prompts.entries()) {
+      slots.add();
+      await slotsDecoder.stepInPlace({
+        batch: 1,
+        seq: ids.length,
+        inputIds: BigInt64Array.from(ids, BigInt),
+        pastLens: Int32Array.of(0),
+        newLens: Int32Array.of(ids.length),
+        kv: slots.rows(b, 1),
+        capacity: slots.capacity,
+        logitsToKeep: 1,
+        logits: new Float32Array(vocab),
+      });
+    }
+    const width = Math.max(...more.map((m) => m.length));
+    const inputIds = new BigInt64Array(batch * width);
+    more.forEach((m, b) => {
+      m.forEach((id, j) => {
+        inputIds[b * width + j] = BigInt(id);
+      });
+    });
+    const logits = new Float32Array(batch * width * vocab);
+    await slotsDecoder.stepInPlace({
+      batch,
+      seq: width,
+      inputIds,
+      pastLens: Int32Array.from(prompts, (x) => x.length),
+      newLens: Int32Array.from(more, (m) => m.length),
+      kv: slots.rows(0, batch),
+      capacity: slots.capacity,
+      logitsToKeep: 0,
+      logits,
+    });
+    for (let b = 0; b < batch; b++) {
+      const whole = [...prompts[b], ...more[b]];
+      const want = (await standardLogits(standard, whole)).subarray(prompts[b].length * vocab);
+      const got = logits.subarray(b * width * vocab, (b * width + more[b].length) * vocab);
+      expect(maxDiff(got, want)).toBeLessThan(TOL);
+    }
+    // The cache now holds every row's whole sequence: one more decode step checks it.
+    const next = [3, 4, 5];
+    const out = await slotsDecoder.stepInPlace({
+      batch,
+      seq: 1,
+      inputIds: BigInt64Array.from(next, BigInt),
+      pastLens: Int32Array.from(prompts, (x, b) => x.length + more[b].length),
+      newLens: new Int32Array(batch).fill(1),
+      kv: slots.rows(0, batch),
+      capacity: slots.capacity,
+      logitsToKeep: 1,
+      logits,
+    });
+    for (let b = 0; b < batch; b++) {
+      const whole = [...prompts[b], ...more[b], next[b]];
+      const want = (await standardLogits(standard, whole)).subarray((whole.length - 1) * vocab);
+      expect(maxDiff(out.subarray(b * vocab, (b + 1) * vocab), want)).toBeLessThan(TOL);
+    }
+  });
+
+  it('never reads the slots past a row’s length, whatever they hold', async () => {
+    const { gqa: slotsDecoder, vocab } = p;
+    const ids = tokens(12, 4, vocab);
+    const run = async (fill: number) => {
+      const slots = new KvSlots(slotsDecoder.layout, 1);
+      slots.reserve(1, 64);
+      for (const t of slots.kv) t.fill(fill);
+      slots.add();
+      return chunkedInto(slotsDecoder, slots, ids, 5);
+    };
+    const clean = await run(0);
+    expect(maxDiff(await run(1e6), clean)).toBe(0);
+    expect(maxDiff(await run(-3.5), clean)).toBe(0);
+  });
+});
+
+/** `ids` through `decoder` into row 0 of `slots`, `chunk` tokens a step; every position's logits. */
+async function chunkedInto(
+  decoder: OnnxDecoder,
+  slots: KvSlots,
+  ids: number[],
+  chunk: number,
+): Promise<Float32Array> {
+  const { vocab } = decoder.layout;
+  const all = new Float32Array(ids.length * vocab);
+  for (let start = 0; start < ids.length; start += chunk) {
+    const end = Math.min(ids.length, start + chunk);
+    const out = await decoder.stepInPlace({
+      batch: 1,
+      seq: end - start,
+      inputIds: BigInt64Array.from(ids.slice(start, end), BigInt),
+      pastLens: Int32Array.of(start),
+      newLens: Int32Array.of(end - start),
+      kv: slots.rows(0, 1),
+      capacity: slots.capacity,
+      logitsToKeep: 0,
+      logits: new Float32Array((end - start) * vocab),
+    });
+    all.set(out, start * vocab);
+  }
+  return all;
+}
