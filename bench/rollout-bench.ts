@@ -1,7 +1,8 @@
 /**
  * `npm run bench -- rollout`: three figure sets, one JSON line each.
  * - `small`: the rollout engine on a random `small` model (CPU provider): aggregate tokens/s
- *   with 16 concurrent requests vs 1, KV-cache decode vs full recompute at 256 tokens, time to
+ *   with 16 concurrent requests vs 1, KV-cache decode vs full recompute at 256 tokens, the
+ *   graph's decode step at batch 1 and 16 (and at batch 16 over a 2,000-slot cache), time to
  *   first token, and the duration of a full weight swap.
  * - `sampling`: one draw from a 151 936-token row (Qwen3's vocabulary) at temperature 0.6,
  *   plain vs top_p / top_k / top_logprobs, and what the full sort they replaced cost.
@@ -9,8 +10,8 @@
  *   load seconds, decode tokens/s at batch 1 and 16, and the memory-bandwidth ceiling (bytes of
  *   weights read per token ÷ memcpy bandwidth measured in the same run). Minutes and ~8 GB.
  * `CLAWRAY_BENCH_ROLLOUT=small,sampling` picks sets (default all three; `small-standard` is the
- * `small` set on the standard graph). `CLAWRAY_BENCH_ATTENTION=gqa|standard` picks the `small`
- * set's graph (default the engine's), `CLAWRAY_BENCH_THREADS` / `CLAWRAY_BENCH_SPIN=0` onnxruntime's
+ * `small` set on the standard graph). `CLAWRAY_BENCH_ATTENTION=slots|standard|gqa` picks the
+ * `small` set's graph (default the engine's), `CLAWRAY_BENCH_THREADS` / `CLAWRAY_BENCH_SPIN=0` onnxruntime's
  * intra-op threads and spinning.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -150,23 +151,20 @@ async function kvVersusRecompute(
 }
 
 /**
- * The ceiling batching can reach here: one decode step of 16 sequences against 16 steps of
- * one, at the same cache length (the graph's per-step cost, nothing of the engine's).
+ * Mean ms of one decode step of `batch` sequences over a cache of `past` slots on the engine's
+ * graph kind (the graph's per-step cost, nothing of the engine's).
  */
-async function batchingCeiling(
-  model: RolloutModel,
-  past: number,
-): Promise<{ step1Ms: number; step16Ms: number }> {
+async function decodeStepMs(model: RolloutModel, batch: number, past: number, reps: number): Promise<number> {
   const { layers, kvHeads, headDim } = model.modelDir.dims;
   return withDecoder(model, async (decoder) => {
     if (decoder.inPlace) {
-      const stepInPlace = (batch: number) => {
-        const slots = new KvSlots(decoder.layout, batch);
-        slots.reserve(batch, past + 1);
-        for (let b = 0; b < batch; b++) slots.add(past);
-        for (const t of slots.kv) t.fill(0.01);
-        const logits = new Float32Array(batch * decoder.layout.vocab);
-        return () =>
+      const slots = new KvSlots(decoder.layout, batch);
+      slots.reserve(batch, past + 1);
+      for (let b = 0; b < batch; b++) slots.add(past);
+      for (const t of slots.kv) t.fill(0.01);
+      const logits = new Float32Array(batch * decoder.layout.vocab);
+      return meanMs(
+        () =>
           decoder.stepInPlace({
             batch,
             seq: 1,
@@ -177,15 +175,15 @@ async function batchingCeiling(
             capacity: slots.capacity,
             logitsToKeep: 1,
             logits,
-          });
-      };
-      return { step1Ms: await meanMs(stepInPlace(1), 30), step16Ms: await meanMs(stepInPlace(16), 15) };
-    }
-    const step = (batch: number) => {
-      const kv = Array.from({ length: layers * 2 }, () =>
-        new Float32Array(batch * kvHeads * past * headDim).fill(0.01),
+          }),
+        reps,
       );
-      return () =>
+    }
+    const kv = Array.from({ length: layers * 2 }, () =>
+      new Float32Array(batch * kvHeads * past * headDim).fill(0.01),
+    );
+    return meanMs(
+      () =>
         decoder.step({
           batch,
           seq: 1,
@@ -194,9 +192,9 @@ async function batchingCeiling(
           attentionMask: new BigInt64Array(batch * (past + 1)).fill(1n),
           positionIds: new BigInt64Array(batch).fill(BigInt(past)),
           pastKv: kv,
-        });
-    };
-    return { step1Ms: await meanMs(step(1), 30), step16Ms: await meanMs(step(16), 15) };
+        }),
+      reps,
+    );
   });
 }
 
@@ -219,7 +217,12 @@ async function smallPreset(attention: DecoderAttention | undefined): Promise<Rec
     const { cachedMs, recomputeMs } = await kvVersusRecompute(model, 256);
 
     log('decode step cost, batch 1 vs 16 (the ceiling of batching here)');
-    const ceiling = await batchingCeiling(model, 96);
+    const ceiling = {
+      step1Ms: await decodeStepMs(model, 1, 96, 30),
+      step16Ms: await decodeStepMs(model, 16, 96, 15),
+    };
+    log('decode step cost at batch 16 over 2,000 cached slots');
+    const longStepMs = await decodeStepMs(model, 16, 2000, 5);
 
     log('time to first token (64-token prompt, idle engine)');
     const ttft: number[] = [];
@@ -248,6 +251,7 @@ async function smallPreset(attention: DecoderAttention | undefined): Promise<Rec
       concurrencySpeedup: round(batchSpeedup, 2),
       decodeStepMsBatch1: round(ceiling.step1Ms, 2),
       decodeStepMsBatch16: round(ceiling.step16Ms, 2),
+      decodeStepMsBatch16At2000: round(longStepMs, 2),
       batchingCeiling: round(ceilingSpeedup, 2),
       engineShareOfCeiling: round(batchSpeedup / ceilingSpeedup, 2),
       kvDecodeMsPerToken: round(cachedMs, 2),
@@ -267,6 +271,7 @@ async function smallPreset(attention: DecoderAttention | undefined): Promise<Rec
         ttft: 'median of 5 one-token generations from 64-token prompts',
         batchingCeiling:
           '16 × (decode step, batch 1) / (decode step, batch 16) at a 96-slot cache: the most batching can give on this machine',
+        longContext: 'one decode step of 16 sequences over 2,000 cached slots each (125 MiB of cache)',
       },
       machine: { cpus: cpus().length, node: process.version },
     };
@@ -510,6 +515,7 @@ async function qwen3Shape(): Promise<Record<string, unknown>> {
     const tps16 = await decodeTokensPerSecond(model, 16, 3);
     Object.assign(result, {
       provider: model.provider,
+      attention: model.engine.decoderKind,
       parameters,
       embeddingParameters: embedding,
       checkpointWriteSeconds: round(writeSeconds, 1),

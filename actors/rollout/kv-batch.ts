@@ -156,13 +156,21 @@ export const SLOT_GRANULE = 32;
  * right-padded (slots 0 … len − 1); the members in use are rows 0 … size − 1, so the rows a
  * step feeds are one contiguous view. A step adds only the new slots (no concatenation, no
  * repacking when members join or leave: a member that leaves has the last row moved into its
- * place); the buffer is reallocated only when the rows or the capacity must grow (or shrink).
+ * place). When the capacity changes, the rows are laid out again inside the same memory where
+ * it is big enough (a fresh multi-MiB buffer costs its page faults and a collection, every
+ * SLOT_GRANULE decode steps), in a new one with room to spare otherwise.
+ *
+ * Every slot at or past a row's length holds 0, whatever rows held it before: the slots graph
+ * scores those slots and weighs their values by a probability of exactly 0, and 0 × NaN is NaN,
+ * so a departed member's non-finite cache must not linger where another row's step reads.
  */
 export class KvSlots {
   /** Slots per row. */
   capacity = 0;
   /** Rows allocated. */
   private rowsHeld = 0;
+  /** Per tensor: the memory the views in `kv` are the start of. */
+  private store: Float32Array[] = [];
   kv: Float32Array[] = [];
   /** Real length of each row in use. */
   lens: number[] = [];
@@ -197,23 +205,51 @@ export class KvSlots {
     const rowsHeld = growRows
       ? Math.min(Math.max(this.maxRows, needRows), Math.max(needRows, 2 * this.rowsHeld))
       : this.rowsHeld;
-    const { kvHeads, headDim } = this.layout;
-    const next = Array.from(
-      { length: this.layout.layers * 2 },
-      () => new Float32Array(rowsHeld * this.rowElems(capacity)),
-    );
-    for (let t = 0; t < next.length && this.kv.length > 0; t++) {
-      this.lens.forEach((len, r) => {
-        for (let h = 0; h < kvHeads; h++) {
-          const from = (r * kvHeads + h) * this.capacity * headDim;
-          const to = (r * kvHeads + h) * capacity * headDim;
-          next[t].set(this.kv[t].subarray(from, from + len * headDim), to);
-        }
-      });
-    }
-    this.kv = next;
+    const size = rowsHeld * this.rowElems(capacity);
+    const held = this.store[0]?.length ?? 0;
+    if (held >= size && held <= 4 * size) this.relayout(capacity);
+    else this.reallocate(capacity, size);
     this.capacity = capacity;
     this.rowsHeld = rowsHeld;
+    this.kv = this.store.map((t) => t.subarray(0, size));
+  }
+
+  /** Moves every row's live slots to a new stride inside the same memory, zeroing the rest. */
+  private relayout(capacity: number): void {
+    if (capacity === this.capacity) return;
+    const { kvHeads, headDim } = this.layout;
+    const blocks = this.size * kvHeads;
+    const [to, from] = [capacity * headDim, this.capacity * headDim];
+    const live = (block: number) => this.lens[Math.floor(block / kvHeads)] * headDim;
+    for (const t of this.store) {
+      // Growing, blocks move up: the last first, so that none overwrites one still to move.
+      for (let i = 0; i < blocks; i++) {
+        const b = capacity > this.capacity ? blocks - 1 - i : i;
+        t.copyWithin(b * to, b * from, b * from + live(b));
+      }
+      for (let b = 0; b < blocks; b++) t.fill(0, b * to + live(b), (b + 1) * to);
+      if (capacity < this.capacity) t.fill(0, blocks * to, blocks * from);
+    }
+  }
+
+  /** A new buffer with room to spare (half again), each row's live slots copied in. */
+  private reallocate(capacity: number, size: number): void {
+    const { kvHeads, headDim } = this.layout;
+    const next: Float32Array[] = [];
+    for (let t = 0; t < this.layout.layers * 2; t++) {
+      const fresh = new Float32Array(Math.ceil(size * 1.5));
+      const old = this.store[t];
+      if (old) {
+        this.lens.forEach((len, r) => {
+          for (let h = 0; h < kvHeads; h++) {
+            const from = (r * kvHeads + h) * this.capacity * headDim;
+            fresh.set(old.subarray(from, from + len * headDim), (r * kvHeads + h) * capacity * headDim);
+          }
+        });
+      }
+      next.push(fresh);
+    }
+    this.store = next;
   }
 
   /** Adds a row (its cache still to be written by a prefill) and returns its index. */
@@ -233,6 +269,7 @@ export class KvSlots {
         const from = (fromRow * kvHeads + h) * source.capacity * headDim;
         const to = (row * kvHeads + h) * this.capacity * headDim;
         this.kv[t].set(source.kv[t].subarray(from, from + len * headDim), to);
+        this.kv[t].fill(0, to + len * headDim, to + this.capacity * headDim);
       }
     }
     this.lens[row] = len;
@@ -250,18 +287,21 @@ export class KvSlots {
    */
   remove(index: number): number {
     const last = this.size - 1;
-    if (index !== last) {
-      const { kvHeads, headDim } = this.layout;
-      const len = this.lens[last];
-      for (const t of this.kv) {
+    const n = this.rowElems();
+    for (const t of this.kv) {
+      if (index !== last) {
+        const { kvHeads, headDim } = this.layout;
+        const len = this.lens[last] * headDim;
         for (let h = 0; h < kvHeads; h++) {
           const from = (last * kvHeads + h) * this.capacity * headDim;
           const to = (index * kvHeads + h) * this.capacity * headDim;
-          t.copyWithin(to, from, from + len * headDim);
+          t.copyWithin(to, from, from + len);
+          t.fill(0, to + len, to + this.capacity * headDim);
         }
       }
-      this.lens[index] = len;
+      t.fill(0, last * n, (last + 1) * n);
     }
+    if (index !== last) this.lens[index] = this.lens[last];
     this.lens.pop();
     if (this.size === 0) this.clear();
     return last;
@@ -271,6 +311,7 @@ export class KvSlots {
   clear(): void {
     this.lens = [];
     this.kv = [];
+    this.store = [];
     this.capacity = 0;
     this.rowsHeld = 0;
   }

@@ -30,6 +30,20 @@ function live(slots: KvSlots, r: number): number[][][] {
   );
 }
 
+/** Every slot of the buffer past its row's length (or in a row not in use) is 0. */
+function expectZeroTails(slots: KvSlots): void {
+  const n = layout.kvHeads * slots.capacity * layout.headDim;
+  slots.kv.forEach((t) => {
+    for (let r = 0; r * n < t.length; r++)
+      for (let h = 0; h < layout.kvHeads; h++) {
+        const start = (r * layout.kvHeads + h) * slots.capacity * layout.headDim;
+        const len = r < slots.size ? slots.lens[r] : 0;
+        const tail = t.subarray(start + len * layout.headDim, start + slots.capacity * layout.headDim);
+        expect(tail.every((x) => x === 0)).toBe(true);
+      }
+  });
+}
+
 describe('KvSlots', () => {
   it('keeps every row when it grows, and moves the last row into a freed one', () => {
     const slots = new KvSlots(layout, 8);
@@ -90,6 +104,38 @@ describe('KvSlots', () => {
     small.reserve(1, 4);
     small.add();
     expect(() => small.copyRow(own, 0, 0)).toThrow(/does not fit/);
+  });
+
+  it('holds 0 at every slot past a row’s length, through removals and regrowth in place', () => {
+    const slots = new KvSlots(layout, 4);
+    slots.reserve(3, 40);
+    for (let r = 0; r < 3; r++) slots.add();
+    fill(slots, 0, 10, 1);
+    fill(slots, 1, 40, 2);
+    fill(slots, 2, 5, 3);
+    const rows = [live(slots, 0), live(slots, 1), live(slots, 2)];
+    slots.remove(1); // row 2 moves into row 1, whose old slots 5…39 must not linger
+    expect(live(slots, 1)).toEqual(rows[2]);
+    expectZeroTails(slots);
+    const memory = slots.kv[0].buffer;
+    slots.reserve(2, 2 * SLOT_GRANULE + 1); // grows inside the memory it holds
+    expect(slots.kv[0].buffer).toBe(memory);
+    expect([live(slots, 0), live(slots, 1)]).toEqual([rows[0], rows[2]]);
+    expectZeroTails(slots);
+    slots.reserve(2, 4 * SLOT_GRANULE); // past the room held: a new buffer with room to spare
+    const roomy = slots.kv[0].buffer;
+    expect(roomy).not.toBe(memory);
+    slots.reserve(2, 5 * SLOT_GRANULE); // within it
+    expect(slots.kv[0].buffer).toBe(roomy);
+    fill(slots, 0, 5 * SLOT_GRANULE, 4);
+    const longRow = live(slots, 0);
+    slots.lens[0] = 9; // the row's end moves back (as when a long member is replaced)
+    slots.reserve(2, 2 * SLOT_GRANULE); // shrinks, inside the same memory
+    expect(slots.capacity).toBe(2 * SLOT_GRANULE);
+    expect(slots.kv[0].buffer).toBe(roomy);
+    expect(live(slots, 0)).toEqual(longRow.map((t) => t.map((h) => h.slice(0, 9 * layout.headDim))));
+    expect(live(slots, 1)).toEqual(rows[2]);
+    expectZeroTails(slots);
   });
 
   it('refuses a row it has no room for', () => {
