@@ -7,10 +7,12 @@
  * The figures are estimates of what is live at the worst moment besides the weights, in float32
  * (what the engine's decoders keep their cache in):
  * - prefill, chunked: the prompt's past and present caches (a chunk step reads one and writes
- *   the other), the chunk's attention scores (kept three times over: scores, masked, softmax)
+ *   the other; on an in-place graph, the row the prompt grows in and the batch's row it is
+ *   copied to), the chunk's attention scores (kept three times over: scores, masked, softmax)
  *   and its logits;
- * - decoding: the batch's cache, left-padded to its longest member, three times over (the
- *   cache a step reads, the one it writes, and a copy while the batch is repacked).
+ * - decoding: the batch's cache, padded to its longest member, three times over (the cache a
+ *   step reads, the one it writes, and a copy while the batch is repacked; an in-place graph's
+ *   one buffer with half again of room, and the old one while it is regrown, stay within it).
  */
 import type { KvLayout } from './onnx-decoder.js';
 
