@@ -1,6 +1,6 @@
 /**
  * The decoder graph with onnxruntime's fused contrib operators, as onnxruntime-genai's model
- * builder emits them, so that a decode step does not copy the key/value cache:
+ * builder emits them, whose kernel updates the key/value cache in place:
  *
  *   inputs   input_ids              int64   [batch_size, sequence_length]
  *            seqlens_k              int32   [batch_size]   each row's length after this step − 1
@@ -12,15 +12,16 @@
  *
  * Rows are RIGHT-padded: row b's cache is slots 0 … seqlens_k[b] of a buffer of a fixed
  * capacity (`max_sequence_length`), and a step's new keys/values land at the row's next slots.
- * Where the caller binds the same memory as `past` and `present` (onnxruntime's C/C++/Python
- * IO binding), `GroupQueryAttention` sees past_present_share_buffer and writes only the new
- * slots in place. onnxruntime-node (1.30) cannot: it copies every CPU input into memory of its
- * own and lets onnxruntime allocate every output, copying it into a preallocated fetch after
- * the run, so through Node the kernel gets distinct buffers (it zeroes `present` and copies
- * the live slots of `past`) and the binding copies the buffer in and out: per step, work in
- * proportion to the capacity, which the engine therefore keeps close to the longest row
- * (kv-batch.ts). Positions are implied: GQA's rotary (`do_rotary`, cos/sin caches of
- * [maxPositions, headDim / 2]) uses slot index = position, as a sequence with no padding in
+ * The caller binds the same memory as `past` and `present`, and `GroupQueryAttention` sees
+ * past_present_share_buffer and writes only the new slots in place: onnxruntime-node (1.30)
+ * hands a CPU input to onnxruntime as it is and binds a preallocated fetch to its memory (the
+ * in-place decoder test checks that slots past a row are left untouched). But the binding then
+ * turns every fetched output into a new JS array, so each step still pays a copy of the whole
+ * buffer after the run: work in proportion to the capacity, which the engine therefore keeps
+ * close to the longest row (kv-batch.ts), and the reason the engine's default is the slots
+ * graph (onnx-export-slots.ts), which returns only the new slots. Positions are implied:
+ * GQA's rotary (`do_rotary`, cos/sin caches of [maxPositions, headDim / 2]) uses slot index =
+ * position, as a sequence with no padding in
  * front has. A prompt step (sequence_length > 1) with a non-empty past must have batch 1
  * (onnxruntime's CPU kernel refuses more); a first prompt may be batched, right-padded.
  *

@@ -259,6 +259,38 @@ describe.each(IN_PLACE_KINDS)('%s decoder graph: every RoPE scaling, far into th
 });
 
 describe('GQA decoder graph', () => {
+  it('updates the shared buffer in place through onnxruntime-node: only the new slots change', async () => {
+    const p = await pair(presetConfig('small'), 7, 'gqa');
+    try {
+      const slots = new KvSlots(p.gqa.layout, 1);
+      slots.reserve(1, 20);
+      slots.add(10);
+      for (const t of slots.kv) t.fill(7);
+      await p.gqa.stepInPlace({
+        batch: 1,
+        seq: 1,
+        inputIds: BigInt64Array.of(3n),
+        pastLens: Int32Array.of(10),
+        newLens: Int32Array.of(1),
+        kv: slots.rows(0, 1),
+        capacity: slots.capacity,
+        logitsToKeep: 1,
+        logits: new Float32Array(p.vocab),
+      });
+      const { kvHeads, headDim } = p.gqa.layout;
+      for (const t of slots.kv) {
+        for (let h = 0; h < kvHeads; h++) {
+          const row = t.subarray(h * slots.capacity * headDim, (h + 1) * slots.capacity * headDim);
+          const slot = (s: number) => Array.from(row.subarray(s * headDim, (s + 1) * headDim));
+          expect(slot(10).some((x) => x !== 7)).toBe(true);
+          for (const s of [0, 9, 11, slots.capacity - 1]) expect(slot(s).every((x) => x === 7)).toBe(true);
+        }
+      }
+    } finally {
+      await p.release();
+    }
+  });
+
   it('refuses head_dim that GQA rotary cannot take, naming it', () => {
     const config = modelConfigSchema.parse({ ...presetConfig('tiny'), head_dim: 24 });
     expect(gqaUnsupported(config)).toMatch(/head_dim 24/);
