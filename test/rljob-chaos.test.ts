@@ -173,6 +173,16 @@ describe('RL jobs under chaos (multi-process cluster on Redis, three workers)', 
     }
   }
 
+  /** The job's result; a job that failed throws with the tail of its log (what went wrong). */
+  async function finished(job: ReturnType<typeof clawray>, id: string) {
+    try {
+      return await job;
+    } catch (err) {
+      const { stdout } = await clawray(['job', 'logs', id]).catch(() => ({ stdout: '(no log)' }));
+      throw new Error(`${(err as Error).message}\njob ${id}'s log, last lines:\n${stdout.slice(-6000)}`);
+    }
+  }
+
   /** The summary line; with CLAWRAY_CHAOS_LOG set, the job's output goes to that file too (recovery times). */
   function summaryOf(stdout: string) {
     if (process.env.CLAWRAY_CHAOS_LOG) appendFileSync(process.env.CLAWRAY_CHAOS_LOG, stdout);
@@ -212,7 +222,7 @@ describe('RL jobs under chaos (multi-process cluster on Redis, three workers)', 
     await tc.head!.kill('SIGKILL');
     await tc.restartHead();
 
-    const { stdout } = await job;
+    const { stdout } = await finished(job, id);
     const summary = summaryOf(stdout);
     expect(summary).toMatchObject({ submissionId: id, status: 'SUCCEEDED', steps: STEPS });
     expect(summary.trajectories.lost).toBe(0);
@@ -230,7 +240,7 @@ describe('RL jobs under chaos (multi-process cluster on Redis, three workers)', 
     await untilStep(id, 3);
     await kill(await workerHosting(cluster, id, 'JobSupervisor'));
 
-    const { stdout } = await job;
+    const { stdout } = await finished(job, id);
     const summary = summaryOf(stdout);
     expect(summary).toMatchObject({ submissionId: id, status: 'SUCCEEDED', steps: STEPS });
     expect(summary.trajectories.lost).toBe(0);
