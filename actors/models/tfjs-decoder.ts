@@ -51,10 +51,17 @@ export interface ForwardInput {
   training?: boolean;
   /** Seeds the pass's dropout masks, so a resumed run draws the same ones. */
   dropoutSeed?: number;
+  /**
+   * Positions (b · seq + t, ascending) whose logits are wanted: the LM head then runs on those
+   * rows only and `logits` is [1, rows, vocab]. A trainer needs the response tokens' rows, and
+   * the head and everything computed from its [tokens, vocab] output dominate a pass at a real
+   * vocabulary. Default: every position.
+   */
+  logitRows?: number[];
 }
 
 export type ForwardOutput = {
-  /** [batch, seq, vocab] */
+  /** [batch, seq, vocab], or [1, logitRows, vocab] */
   logits: tf.Tensor3D;
   /** Per layer, the past concatenated with this call's keys/values: [batch, kvHeads, past + seq, headDim]. */
   present: KvCache;
@@ -124,6 +131,30 @@ export function tokenLogprobs(logits: tf.Tensor3D, targets: number[][]): tf.Tens
     const select = tf.oneHot(tf.tensor1d(flat, 'int32'), vocab).toFloat().reshape([batch, seq, vocab]);
     return tf.sum(tf.mul(logp, select), -1) as tf.Tensor2D;
   });
+}
+
+/**
+ * Rows `rows` of x [n, width], differentiable on every backend: a gather, whose gradient is a
+ * scatter of dy into zeros (tfjs's own gather gradient needs UnsortedSegmentSum, which the wasm
+ * backend lacks).
+ */
+function selectRows(x: tf.Tensor2D, rows: number[]): tf.Tensor2D {
+  const [n, width] = x.shape;
+  for (const r of rows) {
+    if (!Number.isInteger(r) || r < 0 || r >= n) throw new RangeError(`logit row ${r} is outside [0, ${n})`);
+  }
+  type Arg = tf.Tensor | tf.GradSaveFunc;
+  const take = tf.customGrad((...args: Arg[]) => {
+    const [input, save] = args as [tf.Tensor, tf.GradSaveFunc];
+    const index = tf.tensor1d(rows, 'int32');
+    save([index]);
+    return {
+      value: tf.gather(input, index),
+      gradFunc: (dy: tf.Tensor, [saved]: tf.Tensor[]) =>
+        tf.scatterND(saved.reshape([rows.length, 1]), dy, [n, width]),
+    };
+  });
+  return take(x) as tf.Tensor2D;
 }
 
 function rmsNorm(x: tf.Tensor, weight: tf.Tensor, eps: number): tf.Tensor {
@@ -387,7 +418,10 @@ export class TfjsDecoder {
       }
       const normed = rmsNorm(h, this.w('model.norm.weight'), d.eps) as tf.Tensor2D;
       const head = d.tied ? embed : this.w('lm_head.weight');
-      const logits = linear(normed, head).reshape([batch, seq, d.vocab]) as tf.Tensor3D;
+      const rows = input.logitRows;
+      const logits = rows
+        ? (linear(selectRows(normed, rows), head).reshape([1, rows.length, d.vocab]) as tf.Tensor3D)
+        : (linear(normed, head).reshape([batch, seq, d.vocab]) as tf.Tensor3D);
       return { logits, present };
     });
   }

@@ -66,7 +66,9 @@ describe('passBytes on the wasm backend', () => {
     });
     const measured = profile.peakBytes - before;
     const parameters = [...decoder.trainableVariables.values()].reduce((n, v) => n + v.size, 0);
-    const estimate = passBytes(decoder.dims, parameters, { samples: count, width: length - 1 });
+    // The LM head runs on the response tokens alone (rlSamples: the last two thirds).
+    const logitRows = count * (length - Math.floor(length / 3));
+    const estimate = passBytes(decoder.dims, parameters, { samples: count, width: length - 1, logitRows });
     expect(estimate).toBeGreaterThanOrEqual(measured);
     expect(estimate).toBeLessThan(1.5 * measured);
     decoder.dispose();

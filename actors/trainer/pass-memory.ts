@@ -14,8 +14,11 @@
 import type { Dims } from '../models/model-config.js';
 
 const BYTES_PER_FLOAT = 4;
-/** Floats kept per token of the padded batch, per size of the model. */
-const PER_TOKEN = { vocab: 24, hiddenPerLayer: 44, intermediatePerLayer: 16, headDimPerLayer: 36 };
+/**
+ * Floats kept per token of the padded batch, per size of the model; `vocab` per row of logits
+ * (the response tokens: the LM head runs on those alone, its input gathered, 24 → 26).
+ */
+const PER_TOKEN = { vocab: 26, hiddenPerLayer: 44, intermediatePerLayer: 16, headDimPerLayer: 36 };
 /**
  * Floats kept per (query, key) pair, per attention head and layer (on wasm, attention's
  * per-entry products hold a score matrix's parts beside their concatenation: 14 → 19).
@@ -31,6 +34,11 @@ export interface PassShape {
   samples: number;
   /** Their padded length (the longest sample's tokens − 1: inputs and targets are shifted). */
   width: number;
+  /**
+   * Positions whose logits the pass computes (the response tokens, when the trainer runs the LM
+   * head on those alone). Default: every position of the padded pass.
+   */
+  logitRows?: number;
   /** The teacher's K when the pass distils (0 or absent: no distillation). */
   distillTopK?: number;
 }
@@ -38,41 +46,55 @@ export interface PassShape {
 /** Bytes of activations and gradients one pass of this shape keeps at its peak (an upper estimate). */
 export function passBytes(d: Dims, trainableParameters: number, shape: PassShape): number {
   const perToken =
-    PER_TOKEN.vocab * d.vocab +
     d.layers *
-      (PER_TOKEN.hiddenPerLayer * d.hidden +
-        PER_TOKEN.intermediatePerLayer * d.intermediate +
-        PER_TOKEN.headDimPerLayer * (d.heads + d.kvHeads) * d.headDim) +
-    PER_TOPK * (shape.distillTopK ?? 0);
+    (PER_TOKEN.hiddenPerLayer * d.hidden +
+      PER_TOKEN.intermediatePerLayer * d.intermediate +
+      PER_TOKEN.headDimPerLayer * (d.heads + d.kvHeads) * d.headDim);
+  const perLogitRow = PER_TOKEN.vocab * d.vocab + PER_TOPK * (shape.distillTopK ?? 0);
   const perSample = perToken * shape.width + PER_PAIR_PER_HEAD_LAYER * d.layers * d.heads * shape.width ** 2;
-  return BYTES_PER_FLOAT * (shape.samples * perSample + PER_PARAMETER * trainableParameters);
+  const logitRows = shape.logitRows ?? shape.samples * shape.width;
+  return (
+    BYTES_PER_FLOAT *
+    (shape.samples * perSample + perLogitRow * logitRows + PER_PARAMETER * trainableParameters)
+  );
 }
 
 /**
  * Splits sample lengths (tokens each) into passes, longest first so each pass pads little:
  * every pass holds at most `maxSamples` samples and its estimate stays within `budgetBytes`,
- * except a single sample that alone exceeds the budget, which gets a pass of its own. Returns
- * the samples' indices per pass.
+ * except a single sample that alone exceeds the budget, which gets a pass of its own. `cost`
+ * sees the pass's samples, padded width and logit rows (the sum of `logitRows`, one count per
+ * sample; absent: its samples × width). Returns the samples' indices per pass.
  */
 export function planPasses(
   lengths: readonly number[],
-  cost: (samples: number, width: number) => number,
+  cost: (samples: number, width: number, logitRows: number) => number,
   budgetBytes: number,
   maxSamples = Number.POSITIVE_INFINITY,
+  logitRows?: readonly number[],
 ): number[][] {
   const order = lengths.map((_, i) => i).sort((a, b) => lengths[b] - lengths[a] || a - b);
   const passes: number[][] = [];
   let current: number[] = [];
   let width = 0;
+  let rows = 0;
   for (const i of order) {
     // Longest first: the pass's width is its first sample's.
     const w = current.length === 0 ? lengths[i] - 1 : width;
-    if (current.length > 0 && (current.length >= maxSamples || cost(current.length + 1, w) > budgetBytes)) {
+    const mine = logitRows?.[i];
+    const rowsWith = (n: number, r: number) => (logitRows ? r : n * w);
+    if (
+      current.length > 0 &&
+      (current.length >= maxSamples ||
+        cost(current.length + 1, w, rowsWith(current.length + 1, rows + (mine ?? 0))) > budgetBytes)
+    ) {
       passes.push(current);
       current = [];
+      rows = 0;
     }
     if (current.length === 0) width = lengths[i] - 1;
     current.push(i);
+    rows += mine ?? 0;
   }
   if (current.length > 0) passes.push(current);
   return passes;

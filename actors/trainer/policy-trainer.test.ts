@@ -10,6 +10,7 @@ import { TfjsDecoder, tokenLogprobs } from '../models/tfjs-decoder.js';
 import { weightSpecs } from '../models/weight-names.js';
 import { RolloutModel } from '../rollout/rollout-model.js';
 import { initLoraAdapters, type LoraConfig, loraScale, loraTargets, mergeLora } from './lora.js';
+import { ppoClipLoss } from './losses.js';
 import { passBytes } from './pass-memory.js';
 import {
   type GradientReducer,
@@ -488,6 +489,31 @@ describe('PolicyTrainer', () => {
     );
     for (const t of [a, b]) t.decoder.dispose();
     reference.dispose();
+  });
+
+  it('runs the LM head on the response tokens alone: the step of the whole grid, to float precision', async () => {
+    // A custom loss sees the whole grid (the head on every position); this one is the default
+    // objective's PPO term, so both trainers must take the same step.
+    const whole = new PolicyTrainer(new TfjsDecoder(model.config, model.weights), {
+      ...options,
+      customLoss: ({ logprobs, oldLogprobs, advantages, mask, tf }) => {
+        expect(logprobs.shape[0]).toBe(samples.length);
+        const ppo = ppoClipLoss({ logprobs, oldLogprobs, advantages, mask, clipLow: 0.2, clipHigh: 0.28 });
+        return tf.sum(tf.mul(ppo.tokenLoss, mask)) as tf.Scalar;
+      },
+    });
+    const responses = new PolicyTrainer(new TfjsDecoder(model.config, model.weights), options);
+    const warm = samples.map((s, i) => ({ ...s, temperature: i % 2 ? 0.6 : 1.3 }));
+    for (let step = 0; step < 2; step++) {
+      const a = await whole.step(warm);
+      const b = await responses.step(warm);
+      expect(b.loss).toBeCloseTo(a.loss, 6);
+      expect(b.entropy).toBeCloseTo(a.entropy, 5);
+      expect(b.logprobAbsDiff).toBeCloseTo(a.logprobAbsDiff, 6);
+    }
+    expect(maxWeightDiff(whole, responses)).toBeLessThan(1e-6);
+    whole.decoder.dispose();
+    responses.decoder.dispose();
   });
 
   it('names what is wrong with a sample, and leaks no tensors', async () => {

@@ -179,8 +179,19 @@ export interface StepMetrics {
 /** Sums a flat gradient buffer across data-parallel ranks, in place. */
 export type GradientReducer = (flat: Float32Array) => Promise<void>;
 
+/**
+ * One pass's samples on the trainer's grids. Laid out [batch, width] (position t predicts token
+ * t + 1) as the decoder reads `inputIds`; the per-token grids (targets … distill) are then
+ * compacted to the response tokens alone, [1, tokens] with `rows` naming each one's position
+ * (b · width + t), so that the LM head and everything computed from its [tokens, vocab] output
+ * cover only what the loss reads — except under a custom loss, which gets the whole grid.
+ */
 interface Batch {
   inputIds: number[][];
+  /** The response positions (b · width + t, ascending) the compact grids hold, one per column. */
+  rows?: number[];
+  /** The sample each compact column belongs to. */
+  rowSample?: number[];
   targets: number[][];
   mask: number[][];
   oldLogprobs: number[][];
@@ -188,7 +199,10 @@ interface Batch {
   refLogprobs: number[][];
   /** Rows whose sample brought no refLogprobs: the trainer scores them under its reference. */
   refMissing: number[];
-  /** 1 / temperature of each sample; undefined when every sample is at temperature 1. */
+  /**
+   * 1 / temperature of each sample (of each compact column, with `rows`); undefined when every
+   * sample is at temperature 1.
+   */
   inverseTemperature?: number[];
   /** With TIS: the proximal policy's logprobs, laid out as oldLogprobs. */
   proximal?: number[][];
@@ -356,22 +370,32 @@ export class PolicyTrainer {
    */
   private passes(samples: TrainSample[]): number[][] {
     const k = Math.max(0, ...samples.map((s) => s.teacherTopK?.k ?? 0));
-    const cost = (n: number, width: number) =>
-      passBytes(this.decoder.dims, this.trainableParameters, { samples: n, width, distillTopK: k });
+    const cost = (n: number, width: number, logitRows: number) =>
+      passBytes(this.decoder.dims, this.trainableParameters, {
+        samples: n,
+        width,
+        logitRows,
+        distillTopK: k,
+      });
     const lengths = samples.map((s) => s.tokenIds.length);
+    // The LM head runs on the response tokens alone, but on every position under a custom loss.
+    const logitRows = this.options.customLoss
+      ? undefined
+      : samples.map((s) => s.tokenIds.length - s.responseStart);
     const passes = planPasses(
       lengths,
       cost,
       this.options.passMemoryBytes ?? DEFAULT_PASS_MEMORY_BYTES,
       this.options.microBatchSize,
+      logitRows,
     );
     if (tf.getBackend() === 'wasm') {
-      const longest = Math.max(...lengths);
-      const need = cost(1, longest - 1);
+      const longest = lengths.indexOf(Math.max(...lengths));
+      const need = cost(1, lengths[longest] - 1, logitRows?.[longest] ?? lengths[longest] - 1);
       if (need > WASM_PASS_LIMIT_BYTES) {
         throw new TrainerMemoryError(
-          `a ${longest}-token sample needs about ${mib(need)} MiB of activations in one pass, more than the wasm backend's heap can hold (${mib(WASM_PASS_LIMIT_BYTES)} MiB); shorten the episodes (rollout.maxTokens, maxTurns) or install @tensorflow/tfjs-node`,
-          { fields: { tokens: longest, estimatedBytes: need, limitBytes: WASM_PASS_LIMIT_BYTES } },
+          `a ${lengths[longest]}-token sample needs about ${mib(need)} MiB of activations in one pass, more than the wasm backend's heap can hold (${mib(WASM_PASS_LIMIT_BYTES)} MiB); shorten the episodes (rollout.maxTokens, maxTurns) or install @tensorflow/tfjs-node`,
+          { fields: { tokens: lengths[longest], estimatedBytes: need, limitBytes: WASM_PASS_LIMIT_BYTES } },
         );
       }
     }
@@ -384,17 +408,27 @@ export class PolicyTrainer {
 
   /** The logits as the samples were drawn from: each row divided by its sample's temperature. */
   private tempered(logits: tf.Tensor3D, batch: Batch): tf.Tensor3D {
-    if (!batch.inverseTemperature) return logits;
-    const inv = tf.tensor3d(batch.inverseTemperature, [batch.inverseTemperature.length, 1, 1]);
-    return tf.mul(logits, inv) as tf.Tensor3D;
+    const inv = batch.inverseTemperature;
+    if (!inv) return logits;
+    const shape: [number, number, number] = batch.rows ? [1, inv.length, 1] : [inv.length, 1, 1];
+    return tf.mul(logits, tf.tensor3d(inv, shape)) as tf.Tensor3D;
+  }
+
+  /** The policy's logits of the batch's positions (its response tokens when compact). */
+  private logitsOf(batch: Batch, training: boolean, dropoutSeed?: number): tf.Tensor3D {
+    return this.decoder.forward({
+      inputIds: batch.inputIds,
+      training,
+      ...(dropoutSeed !== undefined ? { dropoutSeed } : {}),
+      ...(batch.rows ? { logitRows: batch.rows } : {}),
+    }).logits;
   }
 
   /** TIS: the current (pre-update) policy's logprobs of the batch, without gradient or dropout. */
   private proximalLogprobs(batch: Batch): number[][] {
-    const out = tf.tidy(() => {
-      const { logits } = this.decoder.forward({ inputIds: batch.inputIds, training: false });
-      return tokenLogprobs(this.tempered(logits, batch), batch.targets);
-    });
+    const out = tf.tidy(() =>
+      tokenLogprobs(this.tempered(this.logitsOf(batch, false), batch), batch.targets),
+    );
     const values = out.arraySync();
     out.dispose();
     return values;
@@ -413,7 +447,13 @@ export class PolicyTrainer {
       for (const batch of batches) {
         if (batch.refMissing.length === 0) continue;
         const scored = this.proximalLogprobs(batch);
-        for (const b of batch.refMissing) batch.refLogprobs[b] = scored[b];
+        if (batch.rowSample) {
+          batch.rowSample.forEach((b, r) => {
+            if (batch.refMissing.includes(b)) batch.refLogprobs[0][r] = scored[0][r];
+          });
+        } else {
+          for (const b of batch.refMissing) batch.refLogprobs[b] = scored[b];
+        }
       }
     } finally {
       this.decoder.assignTrainable(current);
@@ -436,8 +476,7 @@ export class PolicyTrainer {
     // The weights change only after every micro-batch: scoring here is scoring before the step.
     if (this.tisOn(method)) batch.proximal = this.proximalLogprobs(batch);
     const { value, grads } = tf.variableGrads(() => {
-      const raw = this.decoder.forward({ inputIds: batch.inputIds, training: true, dropoutSeed }).logits;
-      const logits = this.tempered(raw, batch);
+      const logits = this.tempered(this.logitsOf(batch, true, dropoutSeed), batch);
       const logprobs = tokenLogprobs(logits, batch.targets);
       const mask = tf.tensor2d(batch.mask);
       const { total, ...numbers } = this.tokenLoss(logits, logprobs, mask, batch, method);
@@ -623,8 +662,50 @@ export class PolicyTrainer {
       batch.tokens += responseLength;
     });
     if (method === 'rl') batch.distill = distillGrid(samples, width);
-    return batch;
+    return this.options.customLoss ? batch : compact(batch);
   }
+}
+
+/** The batch's per-token grids cut down to its response tokens (`Batch`), one column each. */
+function compact(batch: Batch): Batch {
+  const rows: number[] = [];
+  const rowSample: number[] = [];
+  const cells: [number, number][] = [];
+  const width = batch.inputIds[0].length;
+  batch.mask.forEach((row, b) => {
+    row.forEach((m, t) => {
+      if (m === 0) return;
+      rows.push(b * width + t);
+      rowSample.push(b);
+      cells.push([b, t]);
+    });
+  });
+  const pick = <T>(grid: T[][]): T[][] => [cells.map(([b, t]) => grid[b][t])];
+  const distill = batch.distill;
+  return {
+    ...batch,
+    rows,
+    rowSample,
+    targets: pick(batch.targets),
+    mask: pick(batch.mask),
+    oldLogprobs: pick(batch.oldLogprobs),
+    advantages: pick(batch.advantages),
+    refLogprobs: pick(batch.refLogprobs),
+    ...(batch.inverseTemperature
+      ? { inverseTemperature: rowSample.map((b) => batch.inverseTemperature![b]) }
+      : {}),
+    ...(distill
+      ? {
+          distill: {
+            ids: pick(distill.ids),
+            logprobs: pick(distill.logprobs),
+            weight: pick(distill.weight),
+            mask: pick(distill.mask),
+            tokens: distill.tokens,
+          },
+        }
+      : {}),
+  };
 }
 
 /**
