@@ -1,15 +1,21 @@
 /**
  * `npm run bench -- train`: training tokens/s of one PolicyTrainer step (RL loss, AdamW) per
- * TensorFlow.js backend available here, on the `tiny` and `small` presets.
+ * TensorFlow.js backend available here, on the `tiny` and `small` presets; then, on wasm, a LoRA
+ * step at a real vocabulary: Qwen3-0.6B's width and its 151,936-token tied LM head with one of
+ * its 28 layers (the whole model's float32 weights do not fit wasm's 4 GiB heap), one
+ * agent-length sample (500 tokens, 60 of them the response, temperature 0.6).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { PresetName } from '../actors/models/model-config.js';
+import { readFileSync } from 'node:fs';
+import { dims, PRESETS, type PresetName, parseModelConfig } from '../actors/models/model-config.js';
 import { loadModelDir } from '../actors/models/model-dir.js';
-import { initRandomModel } from '../actors/models/model-init.js';
+import { initRandomModel, randomWeights } from '../actors/models/model-init.js';
 import { selectBackend, type TfjsBackendName } from '../actors/models/tfjs-backend.js';
 import { TfjsDecoder } from '../actors/models/tfjs-decoder.js';
+import { weightSpecs } from '../actors/models/weight-names.js';
+import { initLoraAdapters, loraScale, loraTargets } from '../actors/trainer/lora.js';
 import { PolicyTrainer, type TrainSample } from '../actors/trainer/policy-trainer.js';
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
@@ -66,6 +72,7 @@ export async function runTrainBench(): Promise<Record<string, unknown>> {
         decoder.dispose();
       }
     }
+    if ((await selectBackend('wasm')) === 'wasm') results.push(await realVocabularyLoraStep());
   } finally {
     rmSync(root, { recursive: true, force: true });
   }
@@ -73,7 +80,66 @@ export async function runTrainBench(): Promise<Record<string, unknown>> {
     bench: 'train',
     results,
     method:
-      'RL (PPO clip) steps with AdamW on `samples` samples of `tokens` tokens (48 response tokens each), after one warm-up step',
+      'RL (PPO clip) steps with AdamW on `samples` samples of `tokens` tokens (48 response tokens each; the qwen3-0.6b line: 60), after one warm-up step; peakRssMiB: the bench process’s VmHWM after that line',
     machine: { cpus: cpus().length, node: process.version },
   };
+}
+
+/** The process's peak resident memory so far (VmHWM), in MiB. */
+function peakRssMiB(): number {
+  const line = readFileSync('/proc/self/status', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('VmHWM:'));
+  return line ? Math.round(Number(line.split(/\s+/)[1]) / 1024) : Number.NaN;
+}
+
+/** One LoRA step of a 500-token sample through Qwen3-0.6B's width and vocabulary (one layer). */
+async function realVocabularyLoraStep(): Promise<Record<string, unknown>> {
+  log('qwen3-0.6b width and vocabulary, 1 layer, LoRA on wasm');
+  const config = parseModelConfig(
+    { ...PRESETS['qwen3-0.6b'], num_hidden_layers: 1, bos_token_id: 0, eos_token_id: 1 },
+    'config.json',
+  );
+  const d = dims(config);
+  const lora = { rank: 8, alpha: 16, dropout: 0, targetModules: ['q_proj', 'v_proj', 'o_proj', 'down_proj'] };
+  const shapes = new Map(weightSpecs(d).map((spec) => [spec.name, spec.shape]));
+  const adapters = initLoraAdapters(loraTargets(shapes.keys(), lora), shapes, lora, 0);
+  const decoder = new TfjsDecoder(config, randomWeights(d, 0), {
+    lora: {
+      scale: loraScale(lora),
+      adapters: new Map([...adapters].map(([target, a]) => [target, { A: a.A, B: a.B, rank: a.rank }])),
+    },
+  });
+  const trainer = new PolicyTrainer(decoder, { method: 'rl', optimizer: { lr: 1e-4 } });
+  const [length, response] = [500, 60];
+  const sample: TrainSample = {
+    tokenIds: Array.from({ length }, (_, t) => (t * 7919) % d.vocab),
+    responseStart: length - response,
+    oldLogprobs: new Array(response).fill(-11),
+    advantages: 1,
+    temperature: 0.6,
+  };
+  try {
+    const first = performance.now();
+    await trainer.step([sample]);
+    const firstSeconds = (performance.now() - first) / 1000;
+    const started = performance.now();
+    await trainer.step([sample]);
+    const seconds = (performance.now() - started) / 1000;
+    return {
+      preset: 'qwen3-0.6b (1 of 28 layers)',
+      backend: 'wasm',
+      vocab: d.vocab,
+      lora: `rank ${lora.rank}: ${lora.targetModules.join(', ')}`,
+      samples: 1,
+      tokens: length,
+      responseTokens: response,
+      tokensPerSecond: Math.round((response / seconds) * 10) / 10,
+      stepSeconds: Math.round(seconds * 1000) / 1000,
+      firstStepSeconds: Math.round(firstSeconds * 10) / 10,
+      peakRssMiB: peakRssMiB(),
+    };
+  } finally {
+    decoder.dispose();
+  }
 }

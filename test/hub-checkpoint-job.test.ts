@@ -6,12 +6,12 @@
  * (`clawray job submit`, toolcall track, builtin tasks) with LoRA: the job succeeds, the
  * rollout engines get only the adapters (delta sync), and the engine's weights change.
  *
- * Why not the full 151,936-token vocabulary: tied, it is a [151936, 1024] embedding and LM head
- * (155M of the model's 596M parameters) costing 155M multiply-adds per token forward and again
- * backward, and [tokens, 151936] float32 logits and their gradients. On tfjs-wasm (whose heap
- * stops at 4 GiB) one ~500-token toolcall sample then does not fit (measured: out of memory);
- * a 128-token one trains at 3.9 GiB RSS and 12–16 s a step on this 2-core machine. The
- * vocabulary (4096) and the layer count (1) are the only dimensions shrunk.
+ * Why not the full 151,936-token vocabulary: the fixture's tokenizer decodes ~700 of its ids
+ * (the byte-level merges it ships plus Qwen3's added tokens), so a random model's replies at
+ * the full size decode to the same empty text nearly always, every group's rewards tie and no
+ * step trains. The trainer itself takes an agent-length sample at the full vocabulary on this
+ * machine (`npm run bench -- train`, the qwen3-0.6b line: a 500-token sample, LoRA, on wasm).
+ * The vocabulary (4096) and the layer count (1) are the only dimensions shrunk.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';

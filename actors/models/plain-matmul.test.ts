@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { batchMatMul, matMul2d, oneHotEmbed } from './plain-matmul.js';
+import { batchMatMul, headMatMul, matMul2d, oneHotEmbed } from './plain-matmul.js';
 import { selectBackend } from './tfjs-backend.js';
 
 /** Values in [-1, 1) from a fixed sequence, so a failure repeats. */
@@ -30,6 +30,31 @@ describe('plain products on the wasm backend', () => {
     expect(maxDiff(matMul2d(a, b), tf.matMul(a, b))).toBeLessThan(1e-6);
     expect(maxDiff(da, ea)).toBeLessThan(1e-5);
     expect(maxDiff(db, eb)).toBeLessThan(1e-5);
+  });
+
+  it('headMatMul: x · Wᵀ and its gradients for a head taller than a chunk, trainable or frozen', () => {
+    const [rows, hidden, vocab] = [5, 6, 40_000];
+    const x = tf.tensor2d(values(rows * hidden, 6), [rows, hidden]);
+    const w = tf.variable(tf.tensor2d(values(vocab * hidden, 7), [vocab, hidden]));
+    const upstream = tf.tensor2d(values(rows * vocab, 8), [rows, vocab]);
+    const loss = (f: (a: tf.Tensor2D, b: tf.Tensor2D) => tf.Tensor2D) => (a: tf.Tensor, b: tf.Tensor) =>
+      tf.sum(tf.mul(f(a as tf.Tensor2D, b as tf.Tensor2D), upstream));
+    const reference = (a: tf.Tensor2D, b: tf.Tensor2D) => tf.matMul(a, b, false, true) as tf.Tensor2D;
+    // Relative to the largest entry: sums over 40,000 terms, added in another order.
+    const close = (a: tf.Tensor, b: tf.Tensor) =>
+      maxDiff(a, b) / tf.tidy(() => tf.max(tf.abs(b)).dataSync()[0]);
+    expect(maxDiff(headMatMul(x, w), reference(x, w))).toBeLessThan(1e-5);
+    const [dx, dw] = tf.grads(loss(headMatMul))([x, w]);
+    const [ex, ew] = tf.grads(loss(reference))([x, w]);
+    expect(close(dx, ex)).toBeLessThan(1e-5);
+    expect(close(dw, ew)).toBeLessThan(1e-5);
+    // Frozen (a LoRA base): the input's gradient alone, the same numbers.
+    const frozen = tf.variable(w, false);
+    const dxFrozen = tf.grad((a: tf.Tensor) =>
+      tf.sum(tf.mul(headMatMul(a as tf.Tensor2D, frozen), upstream)),
+    )(x);
+    expect(close(dxFrozen, ex)).toBeLessThan(1e-5);
+    for (const t of [x, w, upstream, dx, dw, ex, ew, frozen, dxFrozen]) t.dispose();
   });
 
   it('oneHotEmbed: the rows of the ids, and a weight gradient that sums their upstream rows', () => {

@@ -122,3 +122,61 @@ export function batchMatMul<T extends tf.Tensor>(
   });
   return (product(flat(a), flat(b)) as tf.Tensor).reshape([...lead, m, p]) as T;
 }
+
+/** Rows of the right operand an LM head's backward packs at once (64 MiB of a 1024-wide head). */
+const HEAD_CHUNK_ROWS = 16_384;
+
+/**
+ * x · Wᵀ for an LM head: x [rows, hidden], W [vocab, hidden] with vocab ≫ rows. On the wasm
+ * backend a plain x · Wᵀ needs W's transposed copy and XNNPACK packs that right operand on
+ * every call: at Qwen3's 151,936 × 1024 head two transient copies of 622 MB beside the weight
+ * itself, which a 4 GiB heap cannot spare. So the forward computes (W · xᵀ)ᵀ, where the packed
+ * operand is xᵀ (small), and the backward's dx = dy · W runs over W's rows in chunks read
+ * straight from the heap (each chunk packed alone). W's gradient (a trainable head) is
+ * (dyᵀ · x), whose packed operand is x. Other backends take tf.matMul with transposeB.
+ */
+export function headMatMul(x: tf.Tensor2D, weight: tf.Tensor2D): tf.Tensor2D {
+  if (!onWasm() || weight.dtype !== 'float32') return tf.matMul(x, weight, false, true);
+  const [vocab, hidden] = weight.shape;
+  const forward = (input: tf.Tensor2D) => tf.transpose(tf.matMul(weight, tf.transpose(input))) as tf.Tensor2D;
+  const inputGrad = (dy: tf.Tensor2D): tf.Tensor2D =>
+    tf.tidy(() => {
+      const heap = tf.backend() as unknown as RangeReader;
+      const dyT = tf.transpose(dy) as tf.Tensor2D; // [vocab, rows]: a chunk's rows are one range
+      const rows = dy.shape[0];
+      let sum: tf.Tensor2D | undefined;
+      for (let start = 0; start < vocab; start += HEAD_CHUNK_ROWS) {
+        const end = Math.min(vocab, start + HEAD_CHUNK_ROWS);
+        const w = tf.tensor2d(heap.readSync(weight.dataId, start * hidden, end * hidden), [
+          end - start,
+          hidden,
+        ]);
+        const g = tf.tensor2d(heap.readSync(dyT.dataId, start * rows, end * rows), [end - start, rows]);
+        const part = tf.matMul(tf.transpose(g), w) as tf.Tensor2D;
+        const next = sum ? (tf.add(sum, part) as tf.Tensor2D) : part;
+        sum?.dispose();
+        w.dispose();
+        g.dispose();
+        sum = next;
+      }
+      return sum!;
+    });
+  if (weight instanceof tf.Variable && weight.trainable) {
+    return tf.customGrad((...args: Arg[]) => {
+      const [input, w, save] = args as [tf.Tensor2D, tf.Tensor2D, tf.GradSaveFunc];
+      save([input]);
+      return {
+        value: forward(input),
+        gradFunc: (dy: tf.Tensor2D, [saved]: tf.Tensor[]) => [
+          inputGrad(dy),
+          tf.matMul(tf.transpose(dy), saved as tf.Tensor2D),
+        ],
+      };
+    })(x, weight) as tf.Tensor2D;
+  }
+  // A frozen head (LoRA's base): no gradient for W at all.
+  return tf.customGrad((...args: Arg[]) => {
+    const [input] = args as [tf.Tensor2D, tf.GradSaveFunc];
+    return { value: forward(input), gradFunc: (dy: tf.Tensor2D) => inputGrad(dy) };
+  })(x) as tf.Tensor2D;
+}

@@ -17,7 +17,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { type Dims, dims as dimsOf, type ModelConfig } from './model-config.js';
-import { batchMatMul, matMul2d, oneHotEmbed } from './plain-matmul.js';
+import { batchMatMul, headMatMul, matMul2d, oneHotEmbed } from './plain-matmul.js';
 import { type RopeSpec, ropeFrequencies, writeRopeRow } from './rope.js';
 import { layerPrefix, type TensorSpec, type WeightMap, weightSpecs } from './weight-names.js';
 
@@ -420,8 +420,12 @@ export class TfjsDecoder {
       const head = d.tied ? embed : this.w('lm_head.weight');
       const rows = input.logitRows;
       const logits = rows
-        ? (linear(selectRows(normed, rows), head).reshape([1, rows.length, d.vocab]) as tf.Tensor3D)
-        : (linear(normed, head).reshape([batch, seq, d.vocab]) as tf.Tensor3D);
+        ? (headMatMul(selectRows(normed, rows), head as tf.Tensor2D).reshape([
+            1,
+            rows.length,
+            d.vocab,
+          ]) as tf.Tensor3D)
+        : (headMatMul(normed, head as tf.Tensor2D).reshape([batch, seq, d.vocab]) as tf.Tensor3D);
       return { logits, present };
     });
   }
