@@ -93,6 +93,18 @@ function tokens(n: number, salt: number, vocab: number): number[] {
   return Array.from({ length: n }, (_, j) => (salt * 31 + j * 17 + 5) % vocab);
 }
 
+/** Token rows right-padded to the longest, as one [rows, width] input. */
+function rightPadded(rows: number[][]): { width: number; inputIds: BigInt64Array } {
+  const width = Math.max(...rows.map((r) => r.length));
+  const inputIds = new BigInt64Array(rows.length * width);
+  rows.forEach((r, b) => {
+    r.forEach((id, j) => {
+      inputIds[b * width + j] = BigInt(id);
+    });
+  });
+  return { width, inputIds };
+}
+
 /**
  * The same sequences through both graphs: a right-padded batched first prompt, then decode
  * steps of the whole batch (uneven lengths), each compared with the standard graph's logits
@@ -105,13 +117,7 @@ async function batchedParity(p: Pair, prompts: number[][], steps: number): Promi
   const seqs = prompts.map((x) => [...x]);
   slots.reserve(batch, Math.max(...seqs.map((s) => s.length)) + steps);
   for (const s of seqs) slots.add(s.length);
-  const width = Math.max(...seqs.map((s) => s.length));
-  const inputIds = new BigInt64Array(batch * width);
-  seqs.forEach((s, b) => {
-    s.forEach((id, j) => {
-      inputIds[b * width + j] = BigInt(id);
-    });
-  });
+  const { width, inputIds } = rightPadded(seqs);
   const logits = new Float32Array(batch * width * vocab);
   await gqa.stepInPlace({
     batch,
@@ -331,13 +337,7 @@ describe('slots decoder graph: what only it allows', () => {
         logits: new Float32Array(vocab),
       });
     }
-    const width = Math.max(...more.map((m) => m.length));
-    const inputIds = new BigInt64Array(batch * width);
-    more.forEach((m, b) => {
-      m.forEach((id, j) => {
-        inputIds[b * width + j] = BigInt(id);
-      });
-    });
+    const { width, inputIds } = rightPadded(more);
     const logits = new Float32Array(batch * width * vocab);
     await slotsDecoder.stepInPlace({
       batch,
