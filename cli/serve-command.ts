@@ -4,7 +4,7 @@ import { Registry } from 'prom-client';
 import { DECODER_ATTENTIONS, WEIGHT_DTYPES } from '../actors/models/onnx-export.js';
 import { JsonlTurnSink, TurnRecorder } from '../actors/rollout/capture-recorder.js';
 import { createOpenAiServer } from '../actors/rollout/openai-server.js';
-import { RolloutModel } from '../actors/rollout/rollout-model.js';
+import { DEFAULT_ATTENTION, RolloutModel } from '../actors/rollout/rollout-model.js';
 import { resolveClientToken } from '../common/auth.js';
 import { ConfigError } from '../common/errors.js';
 import { createLogger } from '../common/logger.js';
@@ -51,7 +51,7 @@ export function registerServeCommand(program: Command): void {
     )
     .option(
       '--attention <kind>',
-      `decoder graph (${DECODER_ATTENTIONS.join(' | ')}; default standard)`,
+      `decoder graph (${DECODER_ATTENTIONS.join(' | ')}; default ${DEFAULT_ATTENTION})`,
       choice('--attention', DECODER_ATTENTIONS),
     )
     .option(
