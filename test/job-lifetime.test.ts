@@ -217,7 +217,7 @@ describe('job lifetime: cleanup, logs after the supervisor, driver restarts', ()
     ]);
     expect(failing.code).toBe(1);
     expect(status('exit-1')).toMatchObject({ status: 'FAILED', exitCode: 3, attempt: 1 });
-  });
+  }, 120_000);
 
   it("gives a stopped job's whole process group its own stop grace before SIGKILL", () => {
     // The shell dies of the SIGTERM at once; the program it started takes 4 s (more than the

@@ -114,7 +114,9 @@ async function until<T>(
 
 describe.skipIf(!installed.ok)(
   'the clawray OpenClaw plugin on the real OpenClaw',
-  { timeout: 240_000 },
+  // Each `openclaw agent` run is 10-20 s of CPU on its own (OpenClaw's start-up, its SQLite session
+  // store); two test files at a time on a 2-core runner double that.
+  { timeout: 480_000 },
   () => {
     const install = installed.ok ? installed.install : undefined!;
     let capture: CaptureServer;
@@ -176,7 +178,8 @@ describe.skipIf(!installed.ok)(
       });
       cleanups.push(() => home.remove());
       const before = capture.chats().length;
-      for (let turn = 1; turn <= 4; turn++) {
+      // The third turn crosses both thresholds: OpenClaw flushes memory, compacts, then answers.
+      for (let turn = 1; turn <= 3; turn++) {
         const run = await runOpenClawAgent(install, home.home, {
           sessionId: 'sess-a',
           message: `TURN-${turn} hello`,
@@ -195,7 +198,7 @@ describe.skipIf(!installed.ok)(
       expect(kinds).not.toContain(undefined);
       expect(kinds).toContain('memory_flush');
       expect(kinds).toContain('compaction');
-      expect(kinds.filter((k) => k === 'main')).toHaveLength(5);
+      expect(kinds.filter((k) => k === 'main')).toHaveLength(4);
 
       for (const [i, r] of sent.entries()) {
         const session = lastUserText(r.body).includes('TURN-1 hi') ? 'sess-b' : 'sess-a';
