@@ -166,29 +166,10 @@ async function chunkedLogits(
   chunk: number,
   lastOnly: boolean,
 ): Promise<Float32Array> {
-  const { gqa, vocab } = p;
-  const slots = new KvSlots(gqa.layout, 1);
+  const slots = new KvSlots(p.gqa.layout, 1);
   slots.reserve(1, ids.length);
   slots.add();
-  const all = new Float32Array((lastOnly ? 1 : ids.length) * vocab);
-  const logits = new Float32Array(chunk * vocab);
-  for (let start = 0; start < ids.length; start += chunk) {
-    const end = Math.min(ids.length, start + chunk);
-    const out = await gqa.stepInPlace({
-      batch: 1,
-      seq: end - start,
-      inputIds: BigInt64Array.from(ids.slice(start, end), BigInt),
-      pastLens: Int32Array.of(start),
-      newLens: Int32Array.of(end - start),
-      kv: slots.rows(0, 1),
-      capacity: slots.capacity,
-      logitsToKeep: lastOnly ? 1 : 0,
-      logits,
-    });
-    if (lastOnly) all.set(out);
-    else all.set(out, start * vocab);
-  }
-  return all;
+  return chunkedInto(p.gqa, slots, ids, chunk, lastOnly);
 }
 
 describe.each(IN_PLACE_KINDS)('%s decoder graph vs the standard graph', (kind) => {
@@ -392,15 +373,19 @@ describe('slots decoder graph: what only it allows', () => {
   });
 });
 
-/** `ids` through `decoder` into row 0 of `slots`, `chunk` tokens a step; every position's logits. */
+/**
+ * `ids` through `decoder` into row 0 of `slots`, `chunk` tokens a step: every position's logits,
+ * or with `lastOnly` the last position's.
+ */
 async function chunkedInto(
   decoder: OnnxDecoder,
   slots: KvSlots,
   ids: number[],
   chunk: number,
+  lastOnly = false,
 ): Promise<Float32Array> {
   const { vocab } = decoder.layout;
-  const all = new Float32Array(ids.length * vocab);
+  const all = new Float32Array((lastOnly ? 1 : ids.length) * vocab);
   for (let start = 0; start < ids.length; start += chunk) {
     const end = Math.min(ids.length, start + chunk);
     const out = await decoder.stepInPlace({
@@ -411,10 +396,10 @@ async function chunkedInto(
       newLens: Int32Array.of(end - start),
       kv: slots.rows(0, 1),
       capacity: slots.capacity,
-      logitsToKeep: 0,
-      logits: new Float32Array((end - start) * vocab),
+      logitsToKeep: lastOnly ? 1 : 0,
+      logits: new Float32Array((lastOnly ? 1 : end - start) * vocab),
     });
-    all.set(out, start * vocab);
+    all.set(out, lastOnly ? 0 : start * vocab);
   }
   return all;
 }
