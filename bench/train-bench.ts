@@ -5,10 +5,9 @@
  * its 28 layers (the whole model's float32 weights do not fit wasm's 4 GiB heap), one
  * agent-length sample (500 tokens, 60 of them the response, temperature 0.6).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { readFileSync } from 'node:fs';
 import { dims, PRESETS, type PresetName, parseModelConfig } from '../actors/models/model-config.js';
 import { loadModelDir } from '../actors/models/model-dir.js';
 import { initRandomModel, randomWeights } from '../actors/models/model-init.js';

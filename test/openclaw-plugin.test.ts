@@ -116,7 +116,7 @@ describe.skipIf(!installed.ok)(
   'the clawray OpenClaw plugin on the real OpenClaw',
   // Each `openclaw agent` run is 10-20 s of CPU on its own (OpenClaw's start-up, its SQLite session
   // store); two test files at a time on a 2-core runner double that.
-  { timeout: 480_000 },
+  { timeout: 600_000 },
   () => {
     const install = installed.ok ? installed.install : undefined!;
     let capture: CaptureServer;

@@ -163,7 +163,8 @@ export function headMatMul(x: tf.Tensor2D, weight: tf.Tensor2D): tf.Tensor2D {
     });
   if (weight instanceof tf.Variable && weight.trainable) {
     return tf.customGrad((...args: Arg[]) => {
-      const [input, w, save] = args as [tf.Tensor2D, tf.Tensor2D, tf.GradSaveFunc];
+      // The weight is an input only so that customGrad returns its gradient; forward reads `weight`.
+      const [input, , save] = args as [tf.Tensor2D, tf.Tensor2D, tf.GradSaveFunc];
       save([input]);
       return {
         value: forward(input),
