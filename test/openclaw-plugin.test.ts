@@ -115,7 +115,7 @@ async function until<T>(
 describe.skipIf(!installed.ok)(
   'the clawray OpenClaw plugin on the real OpenClaw',
   // Each `openclaw agent` run is 10-20 s of CPU on its own (OpenClaw's start-up, its SQLite session
-  // store); two test files at a time on a 2-core runner double that.
+  // store); beside two busy test workers on a 2-core runner they take 2-3 times that.
   { timeout: 600_000 },
   () => {
     const install = installed.ok ? installed.install : undefined!;
