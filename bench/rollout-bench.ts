@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- rollout`: three figure sets, one JSON line each.
- * - `small`: the rollout engine on a random `small` model (CPU provider): aggregate tokens/s
+ * - `small`: the rollout engine on a random `small` model: aggregate tokens/s
  *   with 16 concurrent requests vs 1, KV-cache decode vs full recompute at 256 tokens, the
  *   graph's decode step at batch 1 and 16 (and at batch 16 over a 2,000-slot cache), time to
  *   first token, and the duration of a full weight swap.
@@ -11,12 +11,14 @@
  *   weights read per token ÷ memcpy bandwidth measured in the same run). Minutes and ~8 GB.
  * `CLAWRAY_BENCH_ROLLOUT=small,sampling` picks sets (default all three; `small-standard` is the
  * `small` set on the standard graph). `CLAWRAY_BENCH_ATTENTION=slots|standard|gqa` picks the
- * graph of the `small` and `qwen3-0.6b` sets (default the engine's), `CLAWRAY_BENCH_THREADS` / `CLAWRAY_BENCH_SPIN=0` onnxruntime's
+ * graph of the `small` and `qwen3-0.6b` sets (default the engine's), `CLAWRAY_BENCH_PROVIDER=auto|cuda|webgpu|cpu`
+ * their execution provider (default auto), `CLAWRAY_BENCH_THREADS` / `CLAWRAY_BENCH_SPIN=0` onnxruntime's
  * intra-op threads and spinning.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
+import { EXECUTION_PROVIDERS, type ExecutionProvider } from '../actors/models/execution-provider.js';
 import { dims, modelConfigSchema, PRESETS } from '../actors/models/model-config.js';
 import { initRandomModel } from '../actors/models/model-init.js';
 import {
@@ -68,7 +70,7 @@ async function withDecoder<T>(model: RolloutModel, fn: (decoder: OnnxDecoder) =>
   const decoder = await OnnxDecoder.load(
     exportDecoderExternal(config, weights, { attention }),
     layout,
-    'cpu',
+    model.provider as ExecutionProvider,
   );
   try {
     return await fn(decoder);
@@ -203,7 +205,13 @@ async function smallPreset(attention: DecoderAttention | undefined): Promise<Rec
   const dir = join(root, 'small');
   initRandomModel({ preset: 'small', outDir: dir, seed: 1 });
   // No end-of-sequence ids: every request runs to maxTokens, so runs are comparable.
-  const model = await RolloutModel.load({ modelDir: dir, maxBatchSize: 16, attention, ...threadOptions() });
+  const model = await RolloutModel.load({
+    modelDir: dir,
+    maxBatchSize: 16,
+    attention,
+    provider: benchProvider(),
+    ...threadOptions(),
+  });
   (model.modelDir.eosTokenIds as number[]).length = 0;
   try {
     log('warming up');
@@ -504,7 +512,12 @@ async function qwen3Shape(): Promise<Record<string, unknown>> {
     const writeSeconds = (performance.now() - written) / 1000;
     log('loading it');
     const loadStart = performance.now();
-    model = await RolloutModel.load({ modelDir: root, maxBatchSize: 16, attention: benchAttention() });
+    model = await RolloutModel.load({
+      modelDir: root,
+      maxBatchSize: 16,
+      attention: benchAttention(),
+      provider: benchProvider(),
+    });
     const loadSeconds = (performance.now() - loadStart) / 1000;
     (model.modelDir.eosTokenIds as number[]).length = 0;
     // A decode step reads every weight once (float32 in the engine), the tied embedding as the LM
@@ -548,6 +561,15 @@ function benchAttention(): DecoderAttention | undefined {
   if (!DECODER_ATTENTIONS.includes(v as DecoderAttention))
     throw new Error(`CLAWRAY_BENCH_ATTENTION: one of ${DECODER_ATTENTIONS.join(', ')}, got '${v}'`);
   return v as DecoderAttention;
+}
+
+/** CLAWRAY_BENCH_PROVIDER picks the engines' execution provider (default auto, the engine's). */
+function benchProvider(): ExecutionProvider | 'auto' {
+  const v = process.env.CLAWRAY_BENCH_PROVIDER;
+  if (v === undefined || v === '') return 'auto';
+  const known = ['auto', ...EXECUTION_PROVIDERS];
+  if (!known.includes(v)) throw new Error(`CLAWRAY_BENCH_PROVIDER: one of ${known.join(', ')}, got '${v}'`);
+  return v as ExecutionProvider | 'auto';
 }
 
 /** CLAWRAY_BENCH_THREADS / CLAWRAY_BENCH_SPIN set onnxruntime's intra-op threads and spinning. */

@@ -12,6 +12,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { Command } from 'commander';
 import { listSupportedBackends } from 'onnxruntime-node';
+import { holdsGpu, providerAttempts } from '../actors/models/execution-provider.js';
 import { type SamplingDefaults, samplingDefaults } from '../actors/models/generation-config.js';
 import { dims, type ModelConfig, parseModelConfig } from '../actors/models/model-config.js';
 import { CONFIG_FILE, GENERATION_CONFIG_FILE, readGenerationConfig } from '../actors/models/model-dir.js';
@@ -142,12 +143,6 @@ function hasChatTemplate(dir: string): boolean {
   }
 }
 
-function gpuVisible(): boolean {
-  const visible = process.env.CUDA_VISIBLE_DEVICES;
-  if (visible !== undefined) return visible !== '' && visible !== '-1';
-  return existsSync('/dev/nvidia0');
-}
-
 /** The CUDA execution provider ships as a separate library beside onnxruntime-node's binding. */
 function ortCudaInstalled(): boolean {
   try {
@@ -168,18 +163,28 @@ function ortCudaInstalled(): boolean {
 }
 
 function rolloutRuntime(): ModelInspection['runtime']['rollout'] {
-  // The engine asks for cuda or cpu only (onnx-decoder.ts); other bundled backends (webgpu) are not used.
+  // The providers the engine asks for (execution-provider.ts) that this install can start.
   const providers = listSupportedBackends()
-    .filter((b) => b.name === 'cpu' || (b.name === 'cuda' && (b.bundled || ortCudaInstalled())))
+    .filter(
+      (b) =>
+        b.name === 'cpu' ||
+        (b.name === 'webgpu' && b.bundled) ||
+        (b.name === 'cuda' && (b.bundled || ortCudaInstalled())),
+    )
     .map((b) => b.name);
   const cuda = providers.includes('cuda');
-  const gpu = gpuVisible();
-  const uses = cuda && gpu ? 'cuda (falls back to cpu if the session fails to start)' : 'cpu';
+  const gpu = holdsGpu();
+  // What 'auto' tries here, in order, among the providers this install has.
+  const attempts = providerAttempts('auto').filter((p) => providers.includes(p));
+  const uses =
+    attempts.length > 1
+      ? `${attempts[0]} (then ${attempts.slice(1).join(', then ')} if a session fails to start)`
+      : 'cpu';
   const note = cuda
     ? gpu
       ? 'CUDA provider installed and a GPU is visible'
       : 'CUDA provider installed, but no GPU is visible to this process'
-    : `the CUDA provider library is not installed${gpu ? ' although a GPU is visible' : ''}`;
+    : `the CUDA provider library is not installed${gpu ? (attempts.includes('webgpu') ? '; WebGPU (Vulkan) computes on the GPU instead' : ' although a GPU is visible') : ''}`;
   return { engine: 'onnxruntime-node', providers, uses, note };
 }
 

@@ -40,8 +40,8 @@ export function registerServeCommand(program: Command): void {
     .option('--id <name>', 'model id clients use (default: the directory name)')
     .option(
       '--provider <provider>',
-      'onnxruntime execution provider (auto: CUDA when this process has a GPU)',
-      choice('--provider', ['auto', 'cuda', 'cpu'] as const),
+      'onnxruntime execution provider (auto: CUDA, then WebGPU, when this process has a GPU; else cpu)',
+      choice('--provider', ['auto', 'cuda', 'webgpu', 'cpu'] as const),
       'auto',
     )
     .option(

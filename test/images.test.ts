@@ -209,6 +209,13 @@ describe('the GPU image', () => {
     expect(runs(final)).toMatch(/cuda-cudart-\$\{CUDA11_VERSION\}/);
     expect(runs(final)).toMatch(/libcudnn8=\$\{CUDNN8_VERSION\}/);
   });
+
+  it('can reach the GPU through Vulkan (the WebGPU provider) when the CUDA provider cannot start', () => {
+    expect(runs(final)).toMatch(/\blibvulkan1\b/);
+    expect(runs(final)).toMatch(/\blibglvnd0\b/);
+    const env = of(final, 'ENV').map(content).join(' ');
+    expect(env).toMatch(/NVIDIA_DRIVER_CAPABILITIES=compute,utility,graphics/);
+  });
 });
 
 it('the build context leaves out what the images build themselves, and local secrets', () => {

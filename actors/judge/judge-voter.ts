@@ -18,6 +18,7 @@
 import type { Registry } from 'prom-client';
 import { z } from 'zod';
 import { ConfigError } from '../../common/errors.js';
+import { EXECUTION_PROVIDERS } from '../models/execution-provider.js';
 import { parseWith } from '../runtime/actor-options.js';
 import { JudgeMetrics } from './judge-metrics.js';
 import { type JudgeMode, LlmVoter } from './llm-judge.js';
@@ -57,7 +58,7 @@ const onnxPrmOptionsSchema = z
     threshold: z.number().min(0).max(1).optional(),
     positiveLabel: z.union([z.string().min(1), z.number().int().nonnegative()]).optional(),
     maxLength: z.number().int().positive().optional(),
-    provider: z.enum(['auto', 'cuda', 'cpu']).optional(),
+    provider: z.enum(['auto', ...EXECUTION_PROVIDERS]).optional(),
   })
   .strict();
 

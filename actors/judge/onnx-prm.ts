@@ -14,6 +14,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type * as Ort from 'onnxruntime-node';
 import { ConfigError } from '../../common/errors.js';
+import { type ExecutionProvider, providerAttempts } from '../models/execution-provider.js';
 import { TOKENIZER_CONFIG_FILE, TOKENIZER_FILE, Tokenizer } from '../models/tokenizer.js';
 import { buildClassifierText, type JudgeInput } from './prompts.js';
 
@@ -46,8 +47,8 @@ export interface OnnxPrmOptions {
   positiveLabel?: string | number;
   /** Tokens per input, special tokens included; longer inputs lose their beginning. */
   maxLength?: number;
-  /** 'auto' (default) tries CUDA when this process holds a GPU. */
-  provider?: 'auto' | 'cuda' | 'cpu';
+  /** 'auto' (default) tries CUDA, then WebGPU, when this process holds a GPU; else the CPU. */
+  provider?: ExecutionProvider | 'auto';
 }
 
 export interface PrmDir {
@@ -209,11 +210,6 @@ export function positiveProbability(logits: ArrayLike<number>, index: number): n
   return Math.exp(logits[index] - max) / sum;
 }
 
-function wantsGpu(): boolean {
-  const visible = process.env.CUDA_VISIBLE_DEVICES;
-  return visible !== undefined && visible !== '' && visible !== '-1';
-}
-
 type IdArray = BigInt64Array | Int32Array;
 
 export interface PrmScore {
@@ -226,7 +222,7 @@ export class OnnxPrm {
     readonly spec: PrmDir,
     private readonly ort: typeof Ort,
     private readonly session: Ort.InferenceSession,
-    readonly provider: 'cuda' | 'cpu',
+    readonly provider: ExecutionProvider,
     private readonly int32: boolean,
     private readonly output: string,
   ) {}
@@ -235,10 +231,9 @@ export class OnnxPrm {
   static async load(options: OnnxPrmOptions, spec: PrmDir = readPrmDir(options)): Promise<OnnxPrm> {
     const ort = await import('onnxruntime-node');
     const provider = options.provider ?? 'auto';
-    const attempts: Array<'cuda' | 'cpu'> =
-      provider === 'auto' ? (wantsGpu() ? ['cuda', 'cpu'] : ['cpu']) : [provider];
+    const attempts = providerAttempts(provider);
     let session: Ort.InferenceSession | undefined;
-    let used: 'cuda' | 'cpu' = 'cpu';
+    let used: ExecutionProvider = 'cpu';
     let lastError: unknown;
     for (const ep of attempts) {
       try {

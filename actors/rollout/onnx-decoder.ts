@@ -2,11 +2,13 @@
  * One decoder ONNX graph in an onnxruntime-node session: optimum's names (input_ids,
  * attention_mask, position_ids, past_key_values.N.key|value → logits, present.N.key|value;
  * `step`), or clawray's GQA graph (onnx-export-gqa.ts) whose cache is one buffer per tensor
- * updated in place (`stepInPlace`). The CUDA execution provider is used when the onnxruntime build
- * has it and this process holds a GPU; otherwise the CPU provider.
+ * updated in place (`stepInPlace`). When this process holds a GPU, 'auto' tries the CUDA execution
+ * provider (a separate library that onnxruntime-node's installer fetches), then WebGPU (built into
+ * onnxruntime-node for Linux x64: Dawn over the GPU driver's Vulkan), then the CPU.
  */
 import * as ort from 'onnxruntime-node';
 import { ConfigError } from '../../common/errors.js';
+import { type ExecutionProvider, providerAttempts } from '../models/execution-provider.js';
 import { MODEL_DATA_FILE } from '../models/onnx-export.js';
 
 /**
@@ -26,7 +28,7 @@ export interface KvLayout {
   vocab: number;
 }
 
-export type ExecutionProvider = 'cuda' | 'cpu';
+export type { ExecutionProvider };
 
 export interface StepInput {
   batch: number;
@@ -51,14 +53,19 @@ export interface StepOutput {
 
 const EMPTY_CACHE = new Float32Array(0);
 
-function wantsGpu(): boolean {
-  const visible = process.env.CUDA_VISIBLE_DEVICES;
-  return visible !== undefined && visible !== '' && visible !== '-1';
+/**
+ * The reason in an onnxruntime error, without the source location and function signature its
+ * first line starts with (`…/webgpu_context.cc:136 …<lambda()> … was false. Failed to get a
+ * WebGPU adapter: No supported adapters`, `… : FAIL : Failed to load library …`).
+ */
+function ortReason(err: unknown): string {
+  const line = (err instanceof Error ? err.message : String(err)).split('\n')[0];
+  return (/(?:was false\. | : FAIL : )(.*)$/.exec(line)?.[1] ?? line).trim();
 }
 
 /** How a decoder session is created. */
 export interface DecoderLoadOptions {
-  /** 'auto' (default) tries CUDA when this process holds a GPU. */
+  /** 'auto' (default) tries CUDA, then WebGPU, when this process holds a GPU; else the CPU. */
   provider?: ExecutionProvider | 'auto';
   /**
    * Threads of onnxruntime's intra-op pool. Default: onnxruntime's (one per physical core).
@@ -137,8 +144,7 @@ export class OnnxDecoder {
         },
       );
     }
-    const attempts: ExecutionProvider[] =
-      provider === 'auto' ? (wantsGpu() ? ['cuda', 'cpu'] : ['cpu']) : [provider];
+    const attempts = providerAttempts(provider);
     let lastError: unknown;
     for (const ep of attempts) {
       try {
@@ -163,6 +169,16 @@ export class OnnxDecoder {
       } catch (err) {
         lastError = err;
       }
+    }
+    if (provider !== 'auto' && provider !== 'cpu') {
+      // Asked for by name: say which provider could not start and why (no adapter, no library).
+      throw new ConfigError(
+        `execution provider '${provider}' could not start a session here: ${ortReason(lastError)}`,
+        {
+          cause: lastError,
+          fields: { provider },
+        },
+      );
     }
     throw lastError;
   }
@@ -215,8 +231,9 @@ export class OnnxDecoder {
     }
     feeds.past_lengths = new ort.Tensor('int64', BigInt64Array.from(pastLens, BigInt), [batch]);
     // A first step (no row has a past) reads no slot: an empty past spares the graph scoring
-    // every masked slot of the buffer.
-    const empty = pastLens.every((n) => n === 0);
+    // every masked slot of the buffer. Not on WebGPU, whose zero-sized products (the scores
+    // against an empty past) crash onnxruntime 1.30's kernels: there the masked buffer is read.
+    const empty = pastLens.every((n) => n === 0) && this.provider !== 'webgpu';
     const pastDims = empty ? [batch, kvHeads, 0, headDim] : dims;
     for (let l = 0; l < layers; l++) {
       for (const part of ['key', 'value'] as const) {

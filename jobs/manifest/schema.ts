@@ -147,7 +147,7 @@ const modelSchema = section(
       'Model directory (config.json, tokenizer.json, safetensors and/or model.onnx), relative to the working dir',
     ),
     name: text().optional().describe("The model id clients name in requests. Default: the directory's name"),
-    provider: oneOf(['auto', 'cuda', 'cpu'] as const)
+    provider: oneOf(['auto', 'cuda', 'webgpu', 'cpu'] as const)
       .default('auto')
       .describe('ONNX Runtime execution provider of the rollout engines'),
     maxBatchSize: count(1, 1024, 'sequences decoded together; more than any engine batches')
