@@ -23,7 +23,14 @@ spec:
   eval: { everySteps: 0 }
 ${extra}`;
 
-describe('clawray job submit MANIFEST (the RL pipeline on a cluster of real processes)', () => {
+// Each job is a `clawray job submit` child bounded by `clawray()`'s 120 s: the tests' limit sits
+// above it (a job that took 6.5 s alone took 60 s beside two busy test workers, and failed on
+// vitest's default 60 s while its own limit was twice that).
+const JOB_TEST_TIMEOUT_MS = 150_000;
+
+describe('clawray job submit MANIFEST (the RL pipeline on a cluster of real processes)', {
+  timeout: JOB_TEST_TIMEOUT_MS,
+}, () => {
   const tc = new TestCluster();
   const dir = mkdtempSync(join(tmpdir(), 'clawray-rljob-'));
 
