@@ -330,7 +330,9 @@ describe.skipIf(!hasBwrap)('terminal environment: episodes', () => {
   });
 
   it('limits commands: wall clock, output shown, the task’s time budget', async () => {
-    const e = env({ tasks: [fileTask({ agentTimeoutSec: 2 })], commandTimeoutMs: 1500, maxOutputChars: 300 });
+    // A task budget of 3 s: the first two commands (the output one took 0.55 s beside busy test
+    // workers) leave the slow one its whole 1.5 s, and the third crosses the budget.
+    const e = env({ tasks: [fileTask({ agentTimeoutSec: 3 })], commandTimeoutMs: 1500, maxOutputChars: 300 });
     await e.reset('custom-files');
     const long = await sh(e, 'seq 1 20000');
     expect(long.length).toBeLessThan(400);
@@ -344,7 +346,7 @@ describe.skipIf(!hasBwrap)('terminal environment: episodes', () => {
     expect(out).toMatchObject({ done: true, info: { truncated: true, endReason: 'agent_timeout' } });
     expect(out.observation.text).toContain('[timed out after');
     expect(out.observation.text).toContain('Error: not run: the episode has ended.');
-    expect(out.info.agentTimeMs).toBeGreaterThanOrEqual(2000);
+    expect(out.info.agentTimeMs).toBeGreaterThanOrEqual(3000);
     expect(out.reward).toBeCloseTo(0);
     await e.close();
   });
