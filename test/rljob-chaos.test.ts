@@ -102,17 +102,24 @@ describe('RL jobs under chaos (multi-process cluster on Redis, three workers)', 
     className: string,
     avoid?: string,
   ): Promise<Proc> {
+    let seen = '';
     return eventually(
       async () => {
         const actors = (await cluster.listActors({ state: 'ALIVE' })).filter(
           (a) => a.className === className && (className === 'JobSupervisor' || a.jobId === id),
         );
         const nodes = actors.map((a) => a.nodeId).filter((n) => n !== avoid);
-        return tc.workers.find((w) => nodes.includes(w.nodeId) && w.child.exitCode === null);
+        seen = `${className} on [${nodes.join(', ')}], workers [${tc.workers.map((w) => `${w.nodeId}${w.child.exitCode === null ? '' : ' (exited)'}`).join(', ')}]`;
+        const found = tc.workers.find((w) => nodes.includes(w.nodeId) && w.child.exitCode === null);
+        // The last check's view goes into the failure, so that one says where the actor was.
+        if (!found) throw new Error(seen);
+        return found;
       },
       60_000,
       500,
-    );
+    ).catch((err: unknown) => {
+      throw new Error(`no live worker hosts ${seen || className}`, { cause: err });
+    });
   }
 
   async function kill(worker: Proc, cluster?: Cluster): Promise<void> {

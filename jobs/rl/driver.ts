@@ -242,7 +242,7 @@ export class RLDriver {
     const res = spec.resources;
     if (res.rollout.gpus > 0 && actors.runtime.rollout.some((r) => r.endsWith('/cpu'))) {
       o.log(
-        `warning: rollout engines hold ${res.rollout.gpus} GPU(s) each but run on the CPU (no CUDA-enabled onnxruntime here)`,
+        `warning: rollout engines hold ${res.rollout.gpus} GPU(s) each but run on the CPU (neither onnxruntime's CUDA provider nor its WebGPU one started there)`,
       );
     }
     if (res.trainer.gpus > 0 && actors.runtime.trainer.some((r) => !r.endsWith('/tensorflow'))) {
