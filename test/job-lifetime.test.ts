@@ -219,6 +219,8 @@ describe('job lifetime: cleanup, logs after the supervisor, driver restarts', ()
     expect(status('exit-1')).toMatchObject({ status: 'FAILED', exitCode: 3, attempt: 1 });
   }, 120_000);
 
+  // Up to 100 log polls and five CLI calls, each a child process: 16 s alone, 88 s (and a failure
+  // on vitest's default 60 s) beside two busy test workers.
   it("gives a stopped job's whole process group its own stop grace before SIGKILL", () => {
     // The shell dies of the SIGTERM at once; the program it started takes 4 s (more than the
     // default grace) to finish its graceful exit.
@@ -254,7 +256,7 @@ describe('job lifetime: cleanup, logs after the supervisor, driver restarts', ()
     expect(stop.stdout).toContain("job 'grace-1' STOPPED");
     expect(status('grace-1')).toMatchObject({ status: 'STOPPED', exitCode: 143 });
     expect(clawray(['job', 'logs', 'grace-1']).stdout).toBe('up\nstopped gracefully\n');
-  });
+  }, 180_000);
 
   it('restarts a driver lost with its worker on the other worker (max_retries 1), leaving nothing of the old one', async () => {
     const marker = '3000.5151';

@@ -115,7 +115,9 @@ describe('RL jobs under chaos (multi-process cluster on Redis, three workers)', 
         if (!found) throw new Error(seen);
         return found;
       },
-      60_000,
+      // A killed worker's actors come back within seconds alone; beside two busy test workers
+      // (load 7 on 2 cores, 3 s node timeouts) once none of the trainer shards was up for 60 s.
+      180_000,
       500,
     ).catch((err: unknown) => {
       throw new Error(`no live worker hosts ${seen || className}`, { cause: err });
