@@ -105,11 +105,14 @@ describe('RL jobs under chaos (multi-process cluster on Redis, three workers)', 
     let seen = '';
     return eventually(
       async () => {
-        const actors = (await cluster.listActors({ state: 'ALIVE' })).filter(
+        const alive = await cluster.listActors({ state: 'ALIVE' });
+        const actors = alive.filter(
           (a) => a.className === className && (className === 'JobSupervisor' || a.jobId === id),
         );
         const nodes = actors.map((a) => a.nodeId).filter((n) => n !== avoid);
-        seen = `${className} on [${nodes.join(', ')}], workers [${tc.workers.map((w) => `${w.nodeId}${w.child.exitCode === null ? '' : ' (exited)'}`).join(', ')}]`;
+        // Every ALIVE actor of the class with its job, in case the filter is what misses it.
+        const ofClass = alive.filter((a) => a.className === className).map((a) => `${a.jobId}@${a.nodeId}`);
+        seen = `${className} on [${nodes.join(', ')}] (all ALIVE of the class: [${ofClass.join(', ')}]), workers [${tc.workers.map((w) => `${w.nodeId}${w.child.exitCode === null ? '' : ' (exited)'}`).join(', ')}]`;
         const found = tc.workers.find((w) => nodes.includes(w.nodeId) && w.child.exitCode === null);
         // The last check's view goes into the failure, so that one says where the actor was.
         if (!found) throw new Error(seen);
