@@ -70,7 +70,7 @@ async function withDecoder<T>(model: RolloutModel, fn: (decoder: OnnxDecoder) =>
   const decoder = await OnnxDecoder.load(
     exportDecoderExternal(config, weights, { attention }),
     layout,
-    model.provider as ExecutionProvider,
+    model.provider,
   );
   try {
     return await fn(decoder);

@@ -24,7 +24,7 @@ import { ClawrayError, ConfigError, registerErrorClass } from '../../common/erro
 import { JsonConstraint } from './json-constraint.js';
 import { KvBatch, KvSlots, type SequenceKv } from './kv-batch.js';
 import { batchBytes, formatBytes, kvBytesPerToken, type MemoryShape, prefillBytes } from './memory-budget.js';
-import type { OnnxDecoder, StepOutput } from './onnx-decoder.js';
+import type { ExecutionProvider, OnnxDecoder, StepOutput } from './onnx-decoder.js';
 import {
   adjustLogits,
   DEFAULT_SAMPLING,
@@ -286,7 +286,7 @@ export class GenerationEngine {
     return this.version;
   }
 
-  get provider(): string {
+  get provider(): ExecutionProvider {
     return this.decoder.provider;
   }
 

@@ -282,7 +282,7 @@ export class RolloutModel extends ModelCodec implements ChatModel {
     return this.engine.weightVersion;
   }
 
-  get provider(): string {
+  get provider(): ExecutionProvider {
     return this.engine.provider;
   }
 
