@@ -14,12 +14,15 @@ import { promisify } from 'node:util';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import type { Cluster } from '../actors/runtime/cluster.js';
 import type { ClusterStatusView } from '../actors/runtime/views.js';
+import { SUPERVISOR_NAMESPACE, supervisorName } from '../common/job-names.js';
 import { distEntry } from '../common/package-root.js';
+import type { LogChunk } from '../jobs/supervisor/jobs-client.js';
 import { eventually, type Proc, TestCluster } from './helpers/processes.js';
 
 const execFileAsync = promisify(execFile);
 
-// Enough steps that the three kills land while the job runs (a step takes ~1–2 s here).
+// Enough steps that the three kills land while the job runs (a step takes 0.3–2 s here; the
+// test holds the job while it finds each worker to kill, see REWARD).
 const STEPS = 20;
 const WORKER = { cpus: 6, gpus: 2, poolSize: 0 } as const;
 
@@ -43,8 +46,18 @@ spec:
   plugins: { reward: ./reward.mjs }
 `;
 
-/** Every group gets a learning signal, so every step trains (a random policy earns −1 everywhere). */
-const REWARD = 'export default ({ messages }) => (JSON.stringify(messages).length % 2 ? 1 : -1);\n';
+/**
+ * Every group gets a learning signal, so every step trains (a random policy earns −1 everywhere).
+ * While the file `hold` exists the reward waits: the test holds the job where it is while it
+ * finds the worker to kill, so that a job running faster than the test can watch it (steps of
+ * 0.3 s, a test slowed by load) cannot finish before the kill lands.
+ */
+const REWARD = (hold: string) => `import { existsSync } from 'node:fs';
+export default async ({ messages }) => {
+  while (existsSync(${JSON.stringify(hold)})) await new Promise((r) => setTimeout(r, 50));
+  return JSON.stringify(messages).length % 2 ? 1 : -1;
+};
+`;
 
 /** Free and total resources of the cluster, summed over alive nodes. */
 function freeResources(s: ClusterStatusView) {
@@ -74,7 +87,7 @@ describe('RL jobs under chaos (multi-process cluster on Redis, three workers)', 
     const jobDir = join(dir, name);
     mkdirSync(jobDir, { recursive: true });
     writeFileSync(join(jobDir, 'job.yaml'), MANIFEST(name));
-    writeFileSync(join(jobDir, 'reward.mjs'), REWARD);
+    writeFileSync(join(jobDir, 'reward.mjs'), REWARD(join(dir, 'hold')));
     const cluster = await tc.connect({ headRetryMs: 60_000 });
     return { cluster, file: join(jobDir, 'job.yaml') };
   }
@@ -88,12 +101,24 @@ describe('RL jobs under chaos (multi-process cluster on Redis, three workers)', 
     });
   }
 
-  /** The highest `step N/M:` line in the job's log so far. */
-  async function stepOf(id: string): Promise<number> {
-    const { stdout } = await clawray(['job', 'logs', id]).catch(() => ({ stdout: '' }));
-    const steps = [...stdout.matchAll(/ step (\d+)\/\d+: reward/g)].map((m) => Number(m[1]));
-    return steps.length ? Math.max(...steps) : 0;
+  /**
+   * The highest `step N/M:` line in the running job's log so far, read from its supervisor in
+   * this process (a `clawray job logs` process a poll takes seconds to start under load).
+   */
+  async function stepOf(cluster: Cluster, id: string): Promise<number> {
+    try {
+      const supervisor = await cluster.getActor(supervisorName(id), { namespace: SUPERVISOR_NAMESPACE });
+      const { text } = (await supervisor.call('logs', 0)) as LogChunk;
+      const steps = [...text.matchAll(/ step (\d+)\/\d+: reward/g)].map((m) => Number(m[1]));
+      return steps.length ? Math.max(...steps) : 0;
+    } catch {
+      return 0; // between attempts, or the head restarting
+    }
   }
+
+  /** Holds the job at its next reward (see REWARD) until `release`. */
+  const hold = () => writeFileSync(join(dir, 'hold'), '');
+  const release = () => rmSync(join(dir, 'hold'), { force: true });
 
   /** The worker process hosting an ALIVE actor of `className` for job `id` (not `avoid`'s node). */
   async function workerHosting(
@@ -103,8 +128,9 @@ describe('RL jobs under chaos (multi-process cluster on Redis, three workers)', 
     avoid?: string,
   ): Promise<Proc> {
     let seen = '';
-    return eventually(
+    const found = await eventually(
       async () => {
+        if (jobEnded) return 'ended' as const; // nothing of it is left to find
         const alive = await cluster.listActors({ state: 'ALIVE' });
         const actors = alive.filter(
           (a) => a.className === className && (className === 'JobSupervisor' || a.jobId === id),
@@ -125,19 +151,54 @@ describe('RL jobs under chaos (multi-process cluster on Redis, three workers)', 
     ).catch((err: unknown) => {
       throw new Error(`no live worker hosts ${seen || className}`, { cause: err });
     });
+    if (found === 'ended') throw new Error(`job ${id} ended before a worker hosting ${className} was killed`);
+    return found;
   }
 
-  async function kill(worker: Proc, cluster?: Cluster): Promise<void> {
-    if (process.env.CLAWRAY_CHAOS_LOG && cluster) {
-      const on = (await cluster.listActors({ state: 'ALIVE' })).filter((a) => a.nodeId === worker.nodeId);
-      appendFileSync(
-        process.env.CLAWRAY_CHAOS_LOG,
-        `${new Date().toISOString().slice(11, 19)} killing ${worker.nodeId}: ${on.map((a) => a.className).join(', ')}\n`,
-      );
+  /**
+   * Kills what `find` returns while the job runs, whatever the test's own pace: the job is held
+   * while `find` looks (the CLAWRAY_CHAOS_LOG line is written then), released just before the
+   * SIGKILL, and held again while `replace` brings up the replacement (a new worker, the head
+   * restarted), so that it cannot run to its end meanwhile.
+   */
+  async function killHeld<T extends Proc>(
+    find: () => Promise<T>,
+    replace: () => Promise<unknown>,
+    cluster?: Cluster,
+  ): Promise<void> {
+    hold();
+    try {
+      const target = await find();
+      if (process.env.CLAWRAY_CHAOS_LOG && cluster) {
+        const on = (await cluster.listActors({ state: 'ALIVE' })).filter((a) => a.nodeId === target.nodeId);
+        appendFileSync(
+          process.env.CLAWRAY_CHAOS_LOG,
+          `${new Date().toISOString().slice(11, 19)} killing ${target.nodeId}: ${on.map((a) => a.className).join(', ')}\n`,
+        );
+      }
+      release();
+      await target.kill('SIGKILL');
+      hold();
+      await replace();
+    } finally {
+      release();
     }
-    await worker.kill('SIGKILL');
-    tc.workers.splice(tc.workers.indexOf(worker), 1);
-    await tc.startWorker(WORKER);
+  }
+
+  /** Kills the worker `find` returns (see killHeld) and starts a new one, as a node pool would. */
+  async function killWorker(find: () => Promise<Proc>, cluster?: Cluster): Promise<void> {
+    let killed: Proc | undefined;
+    await killHeld(
+      async () => {
+        killed = await find();
+        return killed;
+      },
+      async () => {
+        tc.workers.splice(tc.workers.indexOf(killed!), 1);
+        await tc.startWorker(WORKER);
+      },
+      cluster,
+    );
   }
 
   async function supervisorNode(cluster: Cluster, id: string): Promise<string> {
@@ -166,13 +227,10 @@ describe('RL jobs under chaos (multi-process cluster on Redis, three workers)', 
     return run;
   }
 
-  async function untilStep(id: string, step: number): Promise<void> {
+  async function untilStep(cluster: Cluster, id: string, step: number): Promise<void> {
     const deadline = Date.now() + 300_000;
-    while ((await stepOf(id)) < step) {
+    while ((await stepOf(cluster, id)) < step) {
       if (jobEnded) {
-        // The log of a job that just ended may take a moment to reach the head: look once more.
-        await new Promise((r) => setTimeout(r, 2000));
-        if ((await stepOf(id)) >= step) return;
         const out = await lastRun!.then(
           (r) => `${r.stdout}\n${r.stderr}`,
           (e: { stdout?: string; stderr?: string; message: string }) =>
@@ -181,7 +239,7 @@ describe('RL jobs under chaos (multi-process cluster on Redis, three workers)', 
         throw new Error(`job ${id} ended before step ${step}:\n${out.slice(-4000)}`);
       }
       if (Date.now() > deadline) throw new Error(`job ${id} did not reach step ${step}`);
-      await new Promise((r) => setTimeout(r, 500));
+      await new Promise((r) => setTimeout(r, 250));
     }
   }
 
@@ -223,16 +281,21 @@ describe('RL jobs under chaos (multi-process cluster on Redis, three workers)', 
     const id = 'chaos-1';
     const job = submit(file, id);
 
-    await untilStep(id, 2);
+    await untilStep(cluster, id, 2);
     const driverNode = await supervisorNode(cluster, id);
-    await kill(await workerHosting(cluster, id, 'RolloutEngine', driverNode), cluster);
+    await killWorker(() => workerHosting(cluster, id, 'RolloutEngine', driverNode), cluster);
 
-    await untilStep(id, 5);
-    await kill(await workerHosting(cluster, id, 'TrainerShard', await supervisorNode(cluster, id)), cluster);
+    await untilStep(cluster, id, 5);
+    await killWorker(
+      async () => workerHosting(cluster, id, 'TrainerShard', await supervisorNode(cluster, id)),
+      cluster,
+    );
 
-    await untilStep(id, 8);
-    await tc.head!.kill('SIGKILL');
-    await tc.restartHead();
+    await untilStep(cluster, id, 8);
+    await killHeld(
+      async () => tc.head!,
+      () => tc.restartHead(),
+    );
 
     const { stdout } = await finished(job, id);
     const summary = summaryOf(stdout);
@@ -249,8 +312,8 @@ describe('RL jobs under chaos (multi-process cluster on Redis, three workers)', 
     const before = freeResources(await cluster.status());
     const id = 'chaos-2';
     const job = submit(file, id);
-    await untilStep(id, 3);
-    await kill(await workerHosting(cluster, id, 'JobSupervisor'));
+    await untilStep(cluster, id, 3);
+    await killWorker(() => workerHosting(cluster, id, 'JobSupervisor'));
 
     const { stdout } = await finished(job, id);
     const summary = summaryOf(stdout);
