@@ -1,9 +1,11 @@
 /**
  * `npm run bench -- train`: training tokens/s of one PolicyTrainer step (RL loss, AdamW) per
- * TensorFlow.js backend available here, on the `tiny` and `small` presets; then, on wasm, a LoRA
- * step at a real vocabulary: Qwen3-0.6B's width and its 151,936-token tied LM head with one of
- * its 28 layers (the whole model's float32 weights do not fit wasm's 4 GiB heap), one
- * agent-length sample (500 tokens, 60 of them the response, temperature 0.6).
+ * TensorFlow.js backend available here, on the `tiny` and `small` presets; then, on wasm, LoRA
+ * steps at a real size, as a trainer shard runs them there (the frozen base in host memory):
+ * Qwen3-0.6B's width and its 151,936-token tied LM head with one of its 28 layers, and the
+ * whole model (its activations need gradient checkpointing), one agent-length sample each (500
+ * tokens, 60 of them the response, temperature 0.6). `CLAWRAY_BENCH_TRAIN=0.6b` runs only
+ * those two lines.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
@@ -37,7 +39,8 @@ export async function runTrainBench(): Promise<Record<string, unknown>> {
   const root = mkdtempSync(join(tmpdir(), 'clawray-bench-train-'));
   const results: Array<Record<string, unknown>> = [];
   try {
-    for (const preset of ['tiny', 'small'] as PresetName[]) {
+    const only06b = process.env.CLAWRAY_BENCH_TRAIN === '0.6b';
+    for (const preset of (only06b ? [] : ['tiny', 'small']) as PresetName[]) {
       initRandomModel({ preset, outDir: join(root, preset), seed: 1 });
       const model = loadModelDir(join(root, preset));
       for (const wanted of ['wasm', 'cpu'] as TfjsBackendName[]) {
@@ -71,7 +74,10 @@ export async function runTrainBench(): Promise<Record<string, unknown>> {
         decoder.dispose();
       }
     }
-    if ((await selectBackend('wasm')) === 'wasm') results.push(await realVocabularyLoraStep());
+    if ((await selectBackend('wasm')) === 'wasm') {
+      results.push(await realSizeLoraStep(1));
+      results.push(await realSizeLoraStep(PRESETS['qwen3-0.6b'].num_hidden_layers));
+    }
   } finally {
     rmSync(root, { recursive: true, force: true });
   }
@@ -92,11 +98,15 @@ function peakRssMiB(): number {
   return line ? Math.round(Number(line.split(/\s+/)[1]) / 1024) : Number.NaN;
 }
 
-/** One LoRA step of a 500-token sample through Qwen3-0.6B's width and vocabulary (one layer). */
-async function realVocabularyLoraStep(): Promise<Record<string, unknown>> {
-  log('qwen3-0.6b width and vocabulary, 1 layer, LoRA on wasm');
+/**
+ * One LoRA step of a 500-token sample through Qwen3-0.6B's width and vocabulary with `layers`
+ * of its layers, the frozen base in host memory (what a trainer shard does on wasm).
+ */
+async function realSizeLoraStep(layers: number): Promise<Record<string, unknown>> {
+  const total = PRESETS['qwen3-0.6b'].num_hidden_layers;
+  log(`qwen3-0.6b width and vocabulary, ${layers} of ${total} layers, LoRA on wasm`);
   const config = parseModelConfig(
-    { ...PRESETS['qwen3-0.6b'], num_hidden_layers: 1, bos_token_id: 0, eos_token_id: 1 },
+    { ...PRESETS['qwen3-0.6b'], num_hidden_layers: layers, bos_token_id: 0, eos_token_id: 1 },
     'config.json',
   );
   const d = dims(config);
@@ -108,6 +118,7 @@ async function realVocabularyLoraStep(): Promise<Record<string, unknown>> {
       scale: loraScale(lora),
       adapters: new Map([...adapters].map(([target, a]) => [target, { A: a.A, B: a.B, rank: a.rank }])),
     },
+    frozenBaseOnHost: true,
   });
   const trainer = new PolicyTrainer(decoder, { method: 'rl', optimizer: { lr: 1e-4 } });
   const [length, response] = [500, 60];
@@ -123,11 +134,14 @@ async function realVocabularyLoraStep(): Promise<Record<string, unknown>> {
     await trainer.step([sample]);
     const firstSeconds = (performance.now() - first) / 1000;
     const started = performance.now();
-    await trainer.step([sample]);
+    const metrics = await trainer.step([sample]);
     const seconds = (performance.now() - started) / 1000;
     return {
-      preset: 'qwen3-0.6b (1 of 28 layers)',
+      preset: layers === total ? 'qwen3-0.6b' : `qwen3-0.6b (${layers} of ${total} layers)`,
       backend: 'wasm',
+      parameters: decoder.parameterCount,
+      baseOnHost: decoder.baseOnHost,
+      gradientCheckpointing: metrics.gradientCheckpointing,
       vocab: d.vocab,
       lora: `rank ${lora.rank}: ${lora.targetModules.join(', ')}`,
       samples: 1,

@@ -427,6 +427,63 @@ describe.each(backends)('TfjsDecoder on %s', (wanted) => {
     expect(tf.memory().numTensors).toBe(before);
   });
 
+  it('gradient checkpointing: the same logits and gradients (full weights; LoRA with dropout), no tensor left over', () => {
+    const before = tf.memory().numTensors;
+    const config = microConfig('qwen2', { tie_word_embeddings: false, num_hidden_layers: 2 });
+    const d = dimsOf(config);
+    const weights = randomWeights(d, 21, 0.4);
+    const inputIds = [
+      [1, 4, 2, 0, 3],
+      [3, 3, 1, 2, 4],
+    ];
+    const gradsOf = (model: TfjsDecoder, checkpoint: boolean) => {
+      const vars = [...model.trainableVariables.values()];
+      const { value, grads } = tf.variableGrads(() => {
+        const { logits } = model.forward({
+          inputIds,
+          checkpoint,
+          training: true,
+          dropoutSeed: 3,
+          logitRows: [1, 4, 8],
+        });
+        return tf.sum(tf.mul(logits, tf.sin(tf.range(0, logits.size).reshape(logits.shape)))) as tf.Scalar;
+      }, vars);
+      const out = { loss: value.dataSync()[0], grads: vars.map((v) => Array.from(grads[v.name].dataSync())) };
+      value.dispose();
+      tf.dispose(grads);
+      return out;
+    };
+    const close = (a: ReturnType<typeof gradsOf>, b: ReturnType<typeof gradsOf>) => {
+      expect(b.loss).toBeCloseTo(a.loss, 4);
+      a.grads.forEach((g, i) => {
+        const scale = Math.max(1e-6, ...g.map(Math.abs));
+        expect(maxAbsDiff(g, b.grads[i]) / scale).toBeLessThan(1e-4);
+      });
+    };
+    // One-hot: wasm has no gradient for a trainable embedding's gather.
+    const full = new TfjsDecoder(config, weights, { embedding: 'onehot' });
+    close(gradsOf(full, false), gradsOf(full, true));
+    full.dispose();
+    const adapters = new Map(
+      ['model.layers.0.self_attn.q_proj.weight', 'model.layers.1.mlp.down_proj.weight'].map((target, i) => {
+        const [out, inF] = weightSpecs(d).find((s) => s.name === target)!.shape;
+        const rank = 2;
+        return [
+          target,
+          {
+            A: Float32Array.from({ length: rank * inF }, (_, j) => Math.sin(j + i)),
+            B: Float32Array.from({ length: out * rank }, (_, j) => Math.cos(j * 3 + i) / 4),
+            rank,
+          },
+        ];
+      }),
+    );
+    const lora = new TfjsDecoder(config, weights, { lora: { scale: 2, dropout: 0.3, adapters } });
+    close(gradsOf(lora, false), gradsOf(lora, true));
+    lora.dispose();
+    expect(tf.memory().numTensors).toBe(before);
+  });
+
   it('exposes variables by HF name, reads and assigns weights, rejects bad input', () => {
     const before = tf.memory().numTensors;
     const config = tinyConfig();

@@ -16,6 +16,7 @@
  * optimum/ONNX layout `[batch, kvHeads, len, headDim]` per layer.
  */
 import * as tf from '@tensorflow/tfjs';
+import { type HostMatrix, hostEmbed, hostHeadMatMul, hostLinear } from './host-matrix.js';
 import { type Dims, dims as dimsOf, type ModelConfig } from './model-config.js';
 import { batchMatMul, headMatMul, matMul2d, oneHotEmbed } from './plain-matmul.js';
 import { type RopeSpec, ropeFrequencies, writeRopeRow } from './rope.js';
@@ -52,6 +53,13 @@ export interface ForwardInput {
   /** Seeds the pass's dropout masks, so a resumed run draws the same ones. */
   dropoutSeed?: number;
   /**
+   * Gradient checkpointing: each layer keeps only its input for the backward pass, which
+   * computes the layer again (its dropout masks included) to differentiate it, so a pass's
+   * activations are one layer's plus a hidden-size row per token and layer, for one more
+   * forward pass of compute. Needs no `past`; `present` is then empty. Default false.
+   */
+  checkpoint?: boolean;
+  /**
    * Positions (b · seq + t, ascending) whose logits are wanted: the LM head then runs on those
    * rows only and `logits` is [1, rows, vocab]. A trainer needs the response tokens' rows, and
    * the head and everything computed from its [tokens, vocab] output dominate a pass at a real
@@ -77,7 +85,26 @@ export interface TfjsDecoderOptions {
    * [out, rank] trainable and the base weights frozen. Keyed by the base weight's HF name.
    */
   lora?: { scale: number; dropout?: number; adapters: ReadonlyMap<string, LoraWeights> };
+  /**
+   * With `lora`: keep the frozen base's matrices (Linear weights, embedding, head) in host
+   * memory and upload each only for the product that uses it (host-matrix.ts), so that the
+   * backend holds adapters, norms and activations only. The decoder keeps the given arrays
+   * (no copy): the caller must not change them. Default false.
+   */
+  frozenBaseOnHost?: boolean;
 }
+
+/** Dropout streams per layer: each adapter of layer l draws from seed stream l · this + its index. */
+const DROPOUT_STREAMS_PER_LAYER = 16;
+
+/** What every layer of one forward pass reads besides its input. */
+type LayerContext = {
+  batch: number;
+  seq: number;
+  mask: tf.Tensor;
+  cos: tf.Tensor;
+  sin: tf.Tensor;
+};
 
 /** Added to the attention scores of slots a query may not see. */
 export const MASKED_SCORE = -1e9;
@@ -163,7 +190,7 @@ function rmsNorm(x: tf.Tensor, weight: tf.Tensor, eps: number): tf.Tensor {
 }
 
 /**
- * x · Wᵀ (+ b) with W in PyTorch's [out, in] layout; x is 2-D [rows, in].
+ * x · Wᵀ with W in PyTorch's [out, in] layout; x is 2-D [rows, in].
  *
  * Every matMul here is a plain one: tfjs-backend-wasm runs a matMul with a transposed operand
  * through a naive loop (~7× slower than its XNNPACK path, measured), so the forward multiplies
@@ -171,7 +198,7 @@ function rmsNorm(x: tf.Tensor, weight: tf.Tensor, eps: number): tf.Tensor {
  * gradient is written by hand: dx = dy · W needs no transpose at all, and dW = dyᵀ · x is
  * computed only for a trainable W (a frozen LoRA base costs no weight gradient).
  */
-function linear(x: tf.Tensor2D, weight: tf.Tensor, bias?: tf.Tensor): tf.Tensor2D {
+function linear(x: tf.Tensor2D, weight: tf.Tensor): tf.Tensor2D {
   const w = weight as tf.Tensor2D;
   const forward = (input: tf.Tensor2D): tf.Tensor2D => {
     const wt = tf.transpose(w) as tf.Tensor2D;
@@ -180,24 +207,22 @@ function linear(x: tf.Tensor2D, weight: tf.Tensor, bias?: tf.Tensor): tf.Tensor2
     return y;
   };
   type Arg = tf.Tensor | tf.GradSaveFunc;
-  const y =
-    w instanceof tf.Variable && w.trainable
-      ? tf.customGrad((...args: Arg[]) => {
-          const [input, wIn, save] = args as [tf.Tensor2D, tf.Tensor2D, tf.GradSaveFunc];
-          save([input]);
-          return {
-            value: forward(input),
-            gradFunc: (dy: tf.Tensor2D, saved: tf.Tensor[]) => [
-              tf.matMul(dy, wIn),
-              tf.matMul(tf.transpose(dy), saved[0] as tf.Tensor2D),
-            ],
-          };
-        })(x, w)
-      : tf.customGrad((...args: Arg[]) => ({
-          value: forward(args[0] as tf.Tensor2D),
-          gradFunc: (dy: tf.Tensor2D) => tf.matMul(dy, w),
-        }))(x);
-  return bias === undefined ? y : (tf.add(y, bias) as tf.Tensor2D);
+  return w instanceof tf.Variable && w.trainable
+    ? tf.customGrad((...args: Arg[]) => {
+        const [input, wIn, save] = args as [tf.Tensor2D, tf.Tensor2D, tf.GradSaveFunc];
+        save([input]);
+        return {
+          value: forward(input),
+          gradFunc: (dy: tf.Tensor2D, saved: tf.Tensor[]) => [
+            tf.matMul(dy, wIn),
+            tf.matMul(tf.transpose(dy), saved[0] as tf.Tensor2D),
+          ],
+        };
+      })(x, w)
+    : tf.customGrad((...args: Arg[]) => ({
+        value: forward(args[0] as tf.Tensor2D),
+        gradFunc: (dy: tf.Tensor2D) => tf.matMul(dy, w),
+      }))(x);
 }
 
 /** rotate_half RoPE on x [batch, seq, heads, headDim] with cos/sin [batch, seq, 1, headDim / 2]. */
@@ -237,6 +262,8 @@ export class TfjsDecoder {
   readonly dims: Dims;
   readonly embedding: EmbeddingMode;
   private readonly vars = new Map<string, tf.Variable>();
+  /** The frozen base's matrices kept in host memory (`frozenBaseOnHost`), by HF name. */
+  private readonly host = new Map<string, HostMatrix>();
   /** Adapter variables by PEFT name, and per target weight. */
   private readonly loraVars = new Map<string, tf.Variable>();
   private readonly adapters = new Map<string, { A: tf.Variable; B: tf.Variable }>();
@@ -259,8 +286,15 @@ export class TfjsDecoder {
     this.specs = weightSpecs(this.dims);
     this.checkWeights(weights);
     const trainable = options.trainable ?? options.lora === undefined;
+    if (options.frozenBaseOnHost && (options.lora === undefined || trainable)) {
+      throw new RangeError('frozenBaseOnHost needs a frozen base: LoRA adapters and trainable false');
+    }
     for (const spec of this.specs) {
       const data = weights.get(spec.name)!;
+      if (options.frozenBaseOnHost && spec.shape.length === 2) {
+        this.host.set(spec.name, { data, rows: spec.shape[0], cols: spec.shape[1] });
+        continue;
+      }
       const variable = tf.tidy(() => tf.variable(tf.tensor(data, spec.shape, 'float32'), trainable));
       this.vars.set(spec.name, variable);
     }
@@ -273,8 +307,9 @@ export class TfjsDecoder {
       }
       const [out, inFeatures] = spec.shape;
       const names = loraNames(target);
-      const A = tf.variable(tf.tensor(lora.A, [lora.rank, inFeatures], 'float32'), true);
-      const B = tf.variable(tf.tensor(lora.B, [out, lora.rank], 'float32'), true);
+      // In a tidy, as the base's: the initial tensor would otherwise outlive the variable.
+      const A = tf.tidy(() => tf.variable(tf.tensor(lora.A, [lora.rank, inFeatures], 'float32'), true));
+      const B = tf.tidy(() => tf.variable(tf.tensor(lora.B, [out, lora.rank], 'float32'), true));
       this.adapters.set(target, { A, B });
       this.loraVars.set(names.A, A);
       this.loraVars.set(names.B, B);
@@ -284,6 +319,19 @@ export class TfjsDecoder {
   /** What training updates: the LoRA adapters when there are any, else every weight. */
   get trainableVariables(): ReadonlyMap<string, tf.Variable> {
     return this.loraVars.size > 0 ? this.loraVars : this.vars;
+  }
+
+  /** Parameters of the model (base and adapters), wherever they are held. */
+  get parameterCount(): number {
+    let n = 0;
+    for (const v of [...this.vars.values(), ...this.loraVars.values()]) n += v.size;
+    for (const m of this.host.values()) n += m.data.length;
+    return n;
+  }
+
+  /** Whether the frozen base's matrices live in host memory (`frozenBaseOnHost`). */
+  get baseOnHost(): boolean {
+    return this.host.size > 0;
   }
 
   /** Copies of the trainable variables' values, by name. */
@@ -310,14 +358,14 @@ export class TfjsDecoder {
   readMergedWeights(): WeightMap {
     const out = this.readWeights();
     for (const [target, { A, B }] of this.adapters) {
-      const merged = tf.tidy(() => tf.add(this.w(target), tf.mul(tf.matMul(B, A), this.loraScale)));
+      const merged = tf.tidy(() => tf.add(this.matrix(target), tf.mul(tf.matMul(B, A), this.loraScale)));
       out.set(target, Float32Array.from(merged.dataSync() as Float32Array));
       merged.dispose();
     }
     return out;
   }
 
-  /** The variables by Hugging Face tensor name, in `weightSpecs` order. */
+  /** The backend's variables by Hugging Face tensor name, in `weightSpecs` order (not the base kept on the host). */
   get variables(): ReadonlyMap<string, tf.Variable> {
     return this.vars;
   }
@@ -333,16 +381,31 @@ export class TfjsDecoder {
   assignWeights(weights: WeightMap): void {
     this.checkWeights(weights);
     for (const spec of this.specs) {
+      const host = this.host.get(spec.name);
+      if (host) {
+        // A new array, not a write into the old one: readWeights handed that one out.
+        this.host.set(spec.name, { ...host, data: Float32Array.from(weights.get(spec.name)!) });
+        continue;
+      }
       const value = tf.tensor(weights.get(spec.name)!, spec.shape, 'float32');
       this.vars.get(spec.name)!.assign(value);
       value.dispose();
     }
   }
 
-  /** A copy of the current values, by Hugging Face name. */
+  /**
+   * The current values, by Hugging Face name, in `weightSpecs` order: copies of the backend's
+   * variables; the base kept on the host as it is held (never written: assignWeights replaces it).
+   */
   readWeights(): WeightMap {
     const out: WeightMap = new Map();
-    for (const [name, v] of this.vars) out.set(name, Float32Array.from(v.dataSync() as Float32Array));
+    for (const spec of this.specs) {
+      const host = this.host.get(spec.name);
+      out.set(
+        spec.name,
+        host ? host.data : Float32Array.from(this.vars.get(spec.name)!.dataSync() as Float32Array),
+      );
+    }
     return out;
   }
 
@@ -352,7 +415,6 @@ export class TfjsDecoder {
     const { inputIds, past } = input;
     this.training = input.training ?? false;
     this.dropoutSeed = input.dropoutSeed;
-    this.dropoutCalls = 0;
     const batch = inputIds.length;
     const seq = inputIds[0]?.length ?? 0;
     if (batch === 0 || seq === 0) throw new RangeError('inputIds must be a non-empty [batch][seq] array');
@@ -376,6 +438,7 @@ export class TfjsDecoder {
         );
       }
       pastLen = pl;
+      if (input.checkpoint) throw new RangeError('a checkpointed forward pass takes no past');
     }
     const total = pastLen + seq;
     const attentionMask = input.attentionMask;
@@ -401,31 +464,35 @@ export class TfjsDecoder {
       const mask = tf.tensor4d(maskData, [batch, 1, seq, total]);
       const cos = tf.tensor4d(rope.cos, [batch, seq, 1, d.headDim / 2]);
       const sin = tf.tensor4d(rope.sin, [batch, seq, 1, d.headDim / 2]);
-      const embed = this.vars.get('model.embed_tokens.weight')!;
-      const ids = tf.tensor1d(inputIds.flat(), 'int32');
-      let h: tf.Tensor2D =
-        mode === 'gather' ? (tf.gather(embed, ids) as tf.Tensor2D) : oneHotEmbed(ids, embed as tf.Tensor2D);
+      const embed = this.vars.get('model.embed_tokens.weight');
+      const hostEmbedding = this.host.get('model.embed_tokens.weight');
+      const ids = () => tf.tensor1d(inputIds.flat(), 'int32');
+      let h: tf.Tensor2D = hostEmbedding
+        ? hostEmbed(inputIds.flat(), hostEmbedding)
+        : mode === 'gather'
+          ? (tf.gather(embed!, ids()) as tf.Tensor2D)
+          : oneHotEmbed(ids(), embed as tf.Tensor2D);
       const present: KvCache = [];
+      const ctx: LayerContext = { batch, seq, mask, cos, sin };
       for (let l = 0; l < d.layers; l++) {
+        if (input.checkpoint) {
+          h = this.checkpointedLayer(l, h, ctx);
+          continue;
+        }
         const entry = past !== undefined && past.length > 0 ? past[l] : undefined;
-        const p = layerPrefix(l);
-        const x1 = rmsNorm(h, this.w(`${p}.input_layernorm.weight`), d.eps) as tf.Tensor2D;
-        const [attnOut, kv] = this.attention(l, x1, { batch, seq, mask, cos, sin, past: entry });
-        present.push(kv);
-        h = tf.add(h, attnOut);
-        const x2 = rmsNorm(h, this.w(`${p}.post_attention_layernorm.weight`), d.eps) as tf.Tensor2D;
-        h = tf.add(h, this.mlp(l, x2));
+        const out = this.layer(l, h, ctx, entry);
+        present.push(out.kv);
+        h = out.h;
       }
       const normed = rmsNorm(h, this.w('model.norm.weight'), d.eps) as tf.Tensor2D;
-      const head = d.tied ? embed : this.w('lm_head.weight');
+      const headName = d.tied ? 'model.embed_tokens.weight' : 'lm_head.weight';
+      const hostHead = this.host.get(headName);
+      const project = (x: tf.Tensor2D) =>
+        hostHead ? hostHeadMatMul(x, hostHead) : headMatMul(x, this.w(headName) as tf.Tensor2D);
       const rows = input.logitRows;
       const logits = rows
-        ? (headMatMul(selectRows(normed, rows), head as tf.Tensor2D).reshape([
-            1,
-            rows.length,
-            d.vocab,
-          ]) as tf.Tensor3D)
-        : (headMatMul(normed, head as tf.Tensor2D).reshape([batch, seq, d.vocab]) as tf.Tensor3D);
+        ? (project(selectRows(normed, rows)).reshape([1, rows.length, d.vocab]) as tf.Tensor3D)
+        : (project(normed).reshape([batch, seq, d.vocab]) as tf.Tensor3D);
       return { logits, present };
     });
   }
@@ -457,6 +524,7 @@ export class TfjsDecoder {
     this.disposed = true;
     for (const v of [...this.vars.values(), ...this.loraVars.values()]) v.dispose();
     this.vars.clear();
+    this.host.clear();
     this.loraVars.clear();
     this.adapters.clear();
   }
@@ -465,9 +533,17 @@ export class TfjsDecoder {
     return this.vars.get(name)!;
   }
 
+  /** A 2-D weight as a tensor: the variable, or an upload of the host copy (inside a tidy). */
+  private matrix(name: string): tf.Tensor2D {
+    const host = this.host.get(name);
+    return (host ? tf.tensor2d(host.data, [host.rows, host.cols]) : this.w(name)) as tf.Tensor2D;
+  }
+
   /** A Linear layer by its weight's name, plus its LoRA adapter if it has one. */
   private lin(x: tf.Tensor2D, weightName: string, bias?: tf.Tensor): tf.Tensor2D {
-    const y = linear(x, this.w(weightName), bias);
+    const host = this.host.get(weightName);
+    const product = host ? hostLinear(x, host) : linear(x, this.w(weightName));
+    const y = bias === undefined ? product : (tf.add(product, bias) as tf.Tensor2D);
     const adapter = this.adapters.get(weightName);
     if (!adapter) return y;
     // PEFT applies dropout to the adapter's input only, and only while training.
@@ -494,11 +570,75 @@ export class TfjsDecoder {
     }
   }
 
+  /** Decoder layer l on the residual stream h [batch*seq, hidden]: the new stream and the layer's present. */
+  private layer(
+    l: number,
+    h: tf.Tensor2D,
+    ctx: LayerContext,
+    past?: KvEntry,
+  ): { h: tf.Tensor2D; kv: KvEntry } {
+    const d = this.dims;
+    const p = layerPrefix(l);
+    this.dropoutCalls = l * DROPOUT_STREAMS_PER_LAYER;
+    const x1 = rmsNorm(h, this.w(`${p}.input_layernorm.weight`), d.eps) as tf.Tensor2D;
+    const [attnOut, kv] = this.attention(l, x1, { ...ctx, past });
+    const mid = tf.add(h, attnOut) as tf.Tensor2D;
+    const x2 = rmsNorm(mid, this.w(`${p}.post_attention_layernorm.weight`), d.eps) as tf.Tensor2D;
+    return { h: tf.add(mid, this.mlp(l, x2)) as tf.Tensor2D, kv };
+  }
+
+  /**
+   * Layer l with gradient checkpointing. Its trainable variables (adapters, or its weights and
+   * norms) are inputs of the custom gradient only so that the outer tape routes their
+   * gradients through it. The forward's intermediates are freed when it returns (a custom
+   * gradient's forward is not taped); the gradient runs the layer again on the saved input
+   * under a tape of its own and returns d(input) and d(variables).
+   */
+  private checkpointedLayer(l: number, h: tf.Tensor2D, ctx: LayerContext): tf.Tensor2D {
+    const prefix = `${layerPrefix(l)}.`;
+    const vars = [...this.trainableVariables].filter(([name]) => name.startsWith(prefix)).map(([, v]) => v);
+    // The pass's dropout settings, for the recomputation whenever the backward pass runs.
+    const { training, dropoutSeed } = this;
+    type Arg = tf.Tensor | tf.GradSaveFunc;
+    return tf.customGrad((...args: Arg[]) => {
+      const x = args[0] as tf.Tensor2D;
+      const save = args[args.length - 1] as tf.GradSaveFunc;
+      // The context too: the forward pass's tidy frees it before the backward pass runs.
+      save([x, ctx.mask, ctx.cos, ctx.sin]);
+      return {
+        value: this.layer(l, x, ctx).h,
+        gradFunc: (dy: tf.Tensor2D, saved: tf.Tensor[]) => {
+          const [xs, mask, cos, sin] = saved;
+          const input = tf.variable(xs as tf.Tensor2D, true);
+          // The outer backward pass runs at gradient depth 0, where a gradient computation
+          // starts the engine's tape afresh and, when done, frees its saved tensors and drops
+          // it: this one's own (what checkpointing is for), but the outer pass still needs its
+          // tape to free its own at its end, so it is put back.
+          const state = tf.engine().state;
+          const outerTape = state.activeTape;
+          this.training = training;
+          this.dropoutSeed = dropoutSeed;
+          try {
+            const { value, grads } = tf.variableGrads(
+              () => tf.sum(tf.mul(this.layer(l, input, { ...ctx, mask, cos, sin }).h, dy)) as tf.Scalar,
+              [input, ...vars],
+            );
+            value.dispose();
+            return [grads[input.name], ...vars.map((v) => grads[v.name] ?? tf.zerosLike(v))];
+          } finally {
+            state.activeTape = outerTape;
+            input.dispose();
+          }
+        },
+      };
+    })(h, ...vars) as tf.Tensor2D;
+  }
+
   /** Self-attention of layer l on x [batch*seq, hidden]; returns the o_proj output and the layer's present. */
   private attention(
     l: number,
     x: tf.Tensor2D,
-    ctx: { batch: number; seq: number; mask: tf.Tensor; cos: tf.Tensor; sin: tf.Tensor; past?: KvEntry },
+    ctx: LayerContext & { past?: KvEntry },
   ): [tf.Tensor2D, KvEntry] {
     const d = this.dims;
     const { batch, seq } = ctx;

@@ -56,7 +56,7 @@ describe('passBytes on the wasm backend', () => {
     ['tiny', {}, 1, 96],
     ['tiny', {}, 3, 48],
     ['more heads, larger vocabulary', { num_attention_heads: 8, vocab_size: 1024 }, 2, 64],
-  ])('bounds the measured peak of a step (%s, %i × %i tokens)', async (_, overrides, count, length) => {
+  ])('bounds the measured peak of a step (%s %j, %i × %i tokens)', async (_, overrides, count, length) => {
     const c = config(overrides);
     const decoder = new TfjsDecoder(c, randomWeights(dims(c), 0), { embedding: 'onehot' });
     const trainer = new PolicyTrainer(decoder, { method: 'rl', optimizer: { lr: 1e-3 } });
@@ -73,6 +73,39 @@ describe('passBytes on the wasm backend', () => {
     expect(estimate).toBeLessThan(1.5 * measured);
     decoder.dispose();
   });
+
+  // With gradient checkpointing the estimate holds one layer's activations: more layers, the
+  // same bound (and far below the plain estimate).
+  it.each([
+    ['4 layers', { num_hidden_layers: 4 }, 2, 96],
+    ['8 layers', { num_hidden_layers: 8 }, 1, 128],
+  ])(
+    'bounds the measured peak of a checkpointed step (%s %j, %i × %i tokens)',
+    async (_, overrides, count, length) => {
+      const c = config(overrides);
+      const decoder = new TfjsDecoder(c, randomWeights(dims(c), 0), { embedding: 'onehot' });
+      const trainer = new PolicyTrainer(decoder, {
+        method: 'rl',
+        optimizer: { lr: 1e-3 },
+        gradientCheckpointing: 'on',
+      });
+      const before = tf.memory().numBytes;
+      let checkpointed = false;
+      const profile = await tf.profile(async () => {
+        checkpointed = (await trainer.step(rlSamples(count, length))).gradientCheckpointing;
+      });
+      expect(checkpointed).toBe(true);
+      const measured = profile.peakBytes - before;
+      const parameters = [...decoder.trainableVariables.values()].reduce((n, v) => n + v.size, 0);
+      const logitRows = count * (length - Math.floor(length / 3));
+      const shape = { samples: count, width: length - 1, logitRows };
+      const estimate = passBytes(decoder.dims, parameters, { ...shape, checkpoint: true });
+      expect(estimate).toBeGreaterThanOrEqual(measured);
+      expect(estimate).toBeLessThan(1.5 * measured);
+      expect(estimate).toBeLessThan(passBytes(decoder.dims, parameters, shape));
+      decoder.dispose();
+    },
+  );
 
   it('refuses a sample the heap cannot hold before computing anything, naming its length', async () => {
     const c = config({ max_position_embeddings: 32_768 });

@@ -24,6 +24,14 @@ const PER_TOKEN = { vocab: 26, hiddenPerLayer: 44, intermediatePerLayer: 16, hea
  * per-entry products hold a score matrix's parts beside their concatenation: 14 → 19).
  */
 const PER_PAIR_PER_HEAD_LAYER = 19;
+/**
+ * Gradient checkpointing: layers' worth of the per-layer terms alive at once (the layer being
+ * differentiated, computed again under its own tape, beside its gradients: measured ~1.1 on
+ * 4- and 8-layer models, rounded up), and floats kept per token for every layer (its saved
+ * input; the residual stream's gradient).
+ */
+const CHECKPOINT_LIVE_LAYERS = 1.2;
+const CHECKPOINT_PER_HIDDEN_LAYER = 2;
 /** Gradients and their flat copy: floats per trainable parameter. */
 const PER_PARAMETER = 2;
 /** Top-K distillation: floats per teacher token per response position. */
@@ -41,17 +49,22 @@ export interface PassShape {
   logitRows?: number;
   /** The teacher's K when the pass distils (0 or absent: no distillation). */
   distillTopK?: number;
+  /** Gradient checkpointing (TfjsDecoder's `checkpoint`): layers keep their inputs only. */
+  checkpoint?: boolean;
 }
 
 /** Bytes of activations and gradients one pass of this shape keeps at its peak (an upper estimate). */
 export function passBytes(d: Dims, trainableParameters: number, shape: PassShape): number {
+  const layerPerToken =
+    PER_TOKEN.hiddenPerLayer * d.hidden +
+    PER_TOKEN.intermediatePerLayer * d.intermediate +
+    PER_TOKEN.headDimPerLayer * (d.heads + d.kvHeads) * d.headDim;
+  const liveLayers = shape.checkpoint ? Math.min(d.layers, CHECKPOINT_LIVE_LAYERS) : d.layers;
   const perToken =
-    d.layers *
-    (PER_TOKEN.hiddenPerLayer * d.hidden +
-      PER_TOKEN.intermediatePerLayer * d.intermediate +
-      PER_TOKEN.headDimPerLayer * (d.heads + d.kvHeads) * d.headDim);
+    liveLayers * layerPerToken + (shape.checkpoint ? CHECKPOINT_PER_HIDDEN_LAYER * d.hidden * d.layers : 0);
   const perLogitRow = PER_TOKEN.vocab * d.vocab + PER_TOPK * (shape.distillTopK ?? 0);
-  const perSample = perToken * shape.width + PER_PAIR_PER_HEAD_LAYER * d.layers * d.heads * shape.width ** 2;
+  const perSample =
+    perToken * shape.width + PER_PAIR_PER_HEAD_LAYER * liveLayers * d.heads * shape.width ** 2;
   const logitRows = shape.logitRows ?? shape.samples * shape.width;
   return (
     BYTES_PER_FLOAT *

@@ -214,6 +214,74 @@ describe('PolicyTrainer', () => {
     decoder.dispose();
   });
 
+  it('trains the same adapters with the frozen base kept in host memory, and the backend holds none of its matrices', async () => {
+    const config: LoraConfig = {
+      rank: 4,
+      alpha: 8,
+      dropout: 0,
+      targetModules: ['q_proj', 'v_proj', 'down_proj'],
+    };
+    const shapes = new Map(weightSpecs(model.dims).map((spec) => [spec.name, spec.shape]));
+    const adapters = initLoraAdapters(loraTargets(shapes.keys(), config), shapes, config, 1);
+    const lora = {
+      scale: loraScale(config),
+      adapters: new Map([...adapters].map(([t, a]) => [t, { A: a.A, B: a.B, rank: a.rank }])),
+    };
+    const resident = new TfjsDecoder(model.config, model.weights, { lora });
+    const bytesBefore = tf.memory().numBytes;
+    const onHost = new TfjsDecoder(model.config, model.weights, { lora, frozenBaseOnHost: true });
+    const matrices = weightSpecs(model.dims).filter((s) => s.shape.length === 2);
+    const matrixBytes = matrices.reduce((n, s) => n + 4 * s.shape[0] * s.shape[1], 0);
+    // Adapters and the 1-D norms only.
+    expect(tf.memory().numBytes - bytesBefore).toBeLessThan(matrixBytes / 4);
+    expect(onHost.baseOnHost).toBe(true);
+    expect(onHost.parameterCount).toBe(resident.parameterCount);
+    const opts = { ...options, optimizer: { lr: 1e-2, weightDecay: 0 } };
+    const [a, b] = [new PolicyTrainer(resident, opts), new PolicyTrainer(onHost, opts)];
+    for (let step = 0; step < 2; step++) {
+      const [ma, mb] = [await a.step(samples), await b.step(samples)];
+      expect(mb.loss).toBeCloseTo(ma.loss, 6);
+    }
+    const [ta, tb] = [resident.readTrainable(), onHost.readTrainable()];
+    for (const [name, w] of ta) {
+      let diff = 0;
+      for (let i = 0; i < w.length; i++) diff = Math.max(diff, Math.abs(w[i] - tb.get(name)![i]));
+      expect(diff, name).toBeLessThan(1e-6);
+    }
+    const [ra, rb] = [resident.readMergedWeights(), onHost.readMergedWeights()];
+    for (const [name, w] of ra) expect(Array.from(rb.get(name)!), name).toEqual(Array.from(w));
+    resident.dispose();
+    onHost.dispose();
+    expect(() => new TfjsDecoder(model.config, model.weights, { frozenBaseOnHost: true })).toThrow(
+      /frozen base/,
+    );
+  });
+
+  it('checkpoints gradients when a sample alone exceeds the pass budget (auto), with the same step', async () => {
+    const run = async (gradientCheckpointing: 'auto' | 'on' | 'off', passMemoryBytes?: number) => {
+      const trainer = new PolicyTrainer(new TfjsDecoder(model.config, model.weights), {
+        ...options,
+        gradientCheckpointing,
+        ...(passMemoryBytes ? { passMemoryBytes } : {}),
+      });
+      const metrics = await trainer.step(samples);
+      return { trainer, metrics };
+    };
+    const plain = await run('auto');
+    expect(plain.metrics.gradientCheckpointing).toBe(false);
+    // 64 KiB: less than one of these samples needs without checkpointing.
+    const tight = await run('auto', 64 * 1024);
+    expect(tight.metrics.gradientCheckpointing).toBe(true);
+    expect(tight.metrics.passes).toBe(samples.length);
+    const off = await run('off', 64 * 1024);
+    expect(off.metrics.gradientCheckpointing).toBe(false);
+    const on = await run('on');
+    expect(on.metrics.gradientCheckpointing).toBe(true);
+    expect(on.metrics.loss).toBeCloseTo(plain.metrics.loss, 6);
+    expect(maxWeightDiff(plain.trainer, on.trainer)).toBeLessThan(1e-6);
+    for (const t of [plain, tight, off, on]) t.trainer.decoder.dispose();
+  });
+
   it('draws LoRA dropout masks from the seed and step, so a rerun repeats exactly', async () => {
     const config: LoraConfig = { rank: 4, alpha: 8, dropout: 0.5, targetModules: ['q_proj'] };
     const shapes = new Map(weightSpecs(model.dims).map((spec) => [spec.name, spec.shape]));

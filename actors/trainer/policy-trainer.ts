@@ -105,6 +105,14 @@ export interface PolicyTrainerOptions {
    * Default 1 GiB (the wasm backend's whole heap is capped at 4 GiB).
    */
   passMemoryBytes?: number;
+  /**
+   * Gradient checkpointing (TfjsDecoder's `checkpoint`): each layer keeps only its input and is
+   * computed again for its gradient, so a pass holds one layer's activations instead of every
+   * layer's, for about a third more compute. 'auto' (default): when the step's longest sample
+   * alone would exceed `passMemoryBytes` without it (and it makes the pass smaller); 'on' /
+   * 'off': every step / never.
+   */
+  gradientCheckpointing?: 'auto' | 'on' | 'off';
   /** Replaces the RL loss (PPO clip + KL + entropy) of `method: 'rl'` steps. */
   customLoss?: CustomLoss;
   /** Truncated importance sampling of RL steps; absent: off (PPO against the rollout logprobs). */
@@ -158,6 +166,8 @@ export interface StepMetrics {
   tokens: number;
   /** Forward/backward passes (micro-batches) the step took on this shard. */
   passes: number;
+  /** Whether its passes ran with gradient checkpointing (`gradientCheckpointing`). */
+  gradientCheckpointing: boolean;
   /**
    * Mean |trainer logprob − rollout logprob| over this shard's response tokens (RL; 0 for SFT),
    * both at the sample's temperature: how far the trainer's numbers drift from the engine's.
@@ -188,6 +198,8 @@ export type GradientReducer = (flat: Float32Array) => Promise<void>;
  */
 interface Batch {
   inputIds: number[][];
+  /** Its forward passes run with gradient checkpointing. */
+  checkpoint?: boolean;
   /** The response positions (b · width + t, ascending) the compact grids hold, one per column. */
   rows?: number[];
   /** The sample each compact column belongs to. */
@@ -299,12 +311,16 @@ export class PolicyTrainer {
       distillTokens: 0,
       distilled: false,
     };
-    const batches = this.passes(samples).map((indices, pass) => ({
+    const { passes, checkpoint } = this.passes(samples);
+    const batches = passes.map((indices, pass) => ({
       pass,
-      batch: this.layout(
-        indices.map((i) => samples[i]),
-        method,
-      ),
+      batch: {
+        ...this.layout(
+          indices.map((i) => samples[i]),
+          method,
+        ),
+        checkpoint,
+      },
     }));
     if (method === 'rl' && this.reference && batches.some(({ batch }) => batch.refMissing.length > 0)) {
       this.scoreReference(batches.map(({ batch }) => batch));
@@ -351,6 +367,7 @@ export class PolicyTrainer {
       lr,
       tokens: totals.tokens,
       passes: batches.length,
+      gradientCheckpointing: checkpoint,
       logprobAbsDiff: totals.diff / totals.tokens,
       ...(this.tisOn(method)
         ? { tisWeight: totals.tis / totals.tokens, tisTruncated: totals.truncated / totals.tokens }
@@ -366,40 +383,43 @@ export class PolicyTrainer {
 
   /**
    * The step's micro-batches (sample indices): within `microBatchSize` and the pass memory
-   * budget. On wasm a pass that cannot fit the heap is refused here, before the module aborts.
+   * budget, and whether they run with gradient checkpointing. On wasm a pass that cannot fit
+   * the heap is refused here, before the module aborts.
    */
-  private passes(samples: TrainSample[]): number[][] {
+  private passes(samples: TrainSample[]): { passes: number[][]; checkpoint: boolean } {
     const k = Math.max(0, ...samples.map((s) => s.teacherTopK?.k ?? 0));
-    const cost = (n: number, width: number, logitRows: number) =>
+    const costWith = (checkpoint: boolean) => (n: number, width: number, logitRows: number) =>
       passBytes(this.decoder.dims, this.trainableParameters, {
         samples: n,
         width,
         logitRows,
         distillTopK: k,
+        checkpoint,
       });
     const lengths = samples.map((s) => s.tokenIds.length);
     // The LM head runs on the response tokens alone, but on every position under a custom loss.
     const logitRows = this.options.customLoss
       ? undefined
       : samples.map((s) => s.tokenIds.length - s.responseStart);
-    const passes = planPasses(
-      lengths,
-      cost,
-      this.options.passMemoryBytes ?? DEFAULT_PASS_MEMORY_BYTES,
-      this.options.microBatchSize,
-      logitRows,
-    );
+    const budget = this.options.passMemoryBytes ?? DEFAULT_PASS_MEMORY_BYTES;
+    const longest = lengths.indexOf(Math.max(...lengths));
+    const alone = (checkpoint: boolean) =>
+      costWith(checkpoint)(1, lengths[longest] - 1, logitRows?.[longest] ?? lengths[longest] - 1);
+    const mode = this.options.gradientCheckpointing ?? 'auto';
+    // Auto: only where it helps (a one-layer model's checkpointed pass is no smaller).
+    const checkpoint =
+      mode === 'on' || (mode === 'auto' && alone(false) > budget && alone(true) < alone(false));
+    const passes = planPasses(lengths, costWith(checkpoint), budget, this.options.microBatchSize, logitRows);
     if (tf.getBackend() === 'wasm') {
-      const longest = lengths.indexOf(Math.max(...lengths));
-      const need = cost(1, lengths[longest] - 1, logitRows?.[longest] ?? lengths[longest] - 1);
+      const need = alone(checkpoint);
       if (need > WASM_PASS_LIMIT_BYTES) {
         throw new TrainerMemoryError(
-          `a ${lengths[longest]}-token sample needs about ${mib(need)} MiB of activations in one pass, more than the wasm backend's heap can hold (${mib(WASM_PASS_LIMIT_BYTES)} MiB); shorten the episodes (rollout.maxTokens, maxTurns) or install @tensorflow/tfjs-node`,
+          `a ${lengths[longest]}-token sample needs about ${mib(need)} MiB of activations in one pass${checkpoint ? ' with gradient checkpointing' : ''}, more than the wasm backend's heap can hold (${mib(WASM_PASS_LIMIT_BYTES)} MiB); ${checkpoint || mode === 'off' ? '' : 'set train.gradientCheckpointing: on, '}shorten the episodes (rollout.maxTokens, maxTurns) or install @tensorflow/tfjs-node`,
           { fields: { tokens: lengths[longest], estimatedBytes: need, limitBytes: WASM_PASS_LIMIT_BYTES } },
         );
       }
     }
-    return passes;
+    return { passes, checkpoint };
   }
 
   private tisOn(method: 'rl' | 'sft'): boolean {
@@ -419,6 +439,8 @@ export class PolicyTrainer {
     return this.decoder.forward({
       inputIds: batch.inputIds,
       training,
+      // Without a gradient too: each checkpointed layer frees its intermediates as it returns.
+      ...(batch.checkpoint ? { checkpoint: true } : {}),
       ...(dropoutSeed !== undefined ? { dropoutSeed } : {}),
       ...(batch.rows ? { logitRows: batch.rows } : {}),
     }).logits;

@@ -49,6 +49,7 @@ export interface TrainerShardOptions extends PolicyTrainerOptions {
 
 export interface ShardInfo {
   backend: string;
+  /** The model's parameters: the base's and the adapters' (PEFT's "all params"). */
   parameters: number;
   /** What training updates: every parameter, or only the LoRA adapters'. */
   trainableParameters: number;
@@ -139,9 +140,14 @@ export class TrainerShard extends CollectiveMember {
     // wasm has no gradient for gather: embed with a one-hot product there when the embedding
     // trains. Under LoRA it is frozen (no gradient flows into it), and a lookup spares a
     // [tokens, vocab] one-hot and a tokens × vocab × hidden product (as costly as the LM head).
+    // Under LoRA on TF.js's JavaScript backends the frozen base stays in host memory and each
+    // matrix is uploaded for its product alone (host-matrix.ts): wasm's heap stops at 4 GiB, which
+    // a 0.6B base (2.4 GB in float32) beside a pass's activations exceeds. A native backend
+    // (tfjs-node, a GPU's memory) keeps it resident, where uploads would cost transfers.
     const decoder = new TfjsDecoder(model.config, model.weights, {
       embedding: backend === 'wasm' && !this.options.lora ? 'onehot' : 'gather',
       lora: this.options.lora ? loraOption(model, this.options.lora, this.options.seed ?? 0) : undefined,
+      frozenBaseOnHost: this.options.lora !== undefined && (backend === 'wasm' || backend === 'cpu'),
     });
     const customLoss = this.options.lossModule
       ? await loadPluginFunction<CustomLoss>(this.options.lossModule, '/', 'loss')
@@ -155,11 +161,10 @@ export class TrainerShard extends CollectiveMember {
 
   async ready(): Promise<ShardInfo> {
     const { trainer, backend } = await this.loading;
-    const count = (vars: Iterable<tf.Variable>) => [...vars].reduce((n, v) => n + v.size, 0);
     return {
       backend,
-      parameters: count(trainer.decoder.variables.values()),
-      trainableParameters: count(trainer.decoder.trainableVariables.values()),
+      parameters: trainer.decoder.parameterCount,
+      trainableParameters: [...trainer.decoder.trainableVariables.values()].reduce((n, v) => n + v.size, 0),
       step: trainer.stepsTaken,
     };
   }

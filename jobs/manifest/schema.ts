@@ -400,6 +400,11 @@ const trainSchema = section({
     .describe(
       "Activation memory one forward/backward pass may use, estimated from the model's shape and the samples' lengths; batches are split into micro-batches of similar lengths that fit",
     ),
+  gradientCheckpointing: oneOf(['auto', 'on', 'off'] as const)
+    .default('auto')
+    .describe(
+      "Recompute each layer's activations for its gradient, keeping only its input: a pass holds one layer's activations for about a third more compute. auto: when a step's longest sample alone exceeds passMemoryMiB",
+    ),
   seed: num({ int: true }).default(0).describe('Seeds LoRA dropout and sampling order, so runs repeat'),
   optimizer: optimizerSchema.prefault({}).describe('AdamW settings'),
   lora: loraSchema.optional().describe('Train LoRA adapters instead of every weight'),

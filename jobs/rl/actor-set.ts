@@ -142,6 +142,7 @@ export async function createActorSet(
               entropyCoef: t.entropyCoef,
               microBatchSize: t.microBatchSize,
               passMemoryBytes: t.passMemoryMiB * 2 ** 20,
+              gradientCheckpointing: t.gradientCheckpointing,
               distillDirection: t.distillDirection,
               tis: t.tis,
               seed: t.seed,
