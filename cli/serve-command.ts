@@ -56,7 +56,7 @@ export function registerServeCommand(program: Command): void {
     )
     .option(
       '--intra-op-threads <n>',
-      "onnxruntime's intra-op threads (default one per core)",
+      "onnxruntime's intra-op threads (default one per physical core this process may use, within its CPU quota; 0: onnxruntime's own choice)",
       int('--intra-op-threads'),
     )
     .option(

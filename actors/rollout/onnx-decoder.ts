@@ -8,6 +8,7 @@
  */
 import * as ort from 'onnxruntime-node';
 import { ConfigError } from '../../common/errors.js';
+import { cpuCores } from '../models/cpu-cores.js';
 import { type ExecutionProvider, providerAttempts } from '../models/execution-provider.js';
 import { MODEL_DATA_FILE } from '../models/onnx-export.js';
 
@@ -68,7 +69,9 @@ export interface DecoderLoadOptions {
   /** 'auto' (default) tries CUDA, then WebGPU, when this process holds a GPU; else the CPU. */
   provider?: ExecutionProvider | 'auto';
   /**
-   * Threads of onnxruntime's intra-op pool. Default: onnxruntime's (one per physical core).
+   * Threads of onnxruntime's intra-op pool. Default: one per physical core this process may
+   * run on, within its cgroup's CPU quota (cpu-cores.ts; onnxruntime's own detection falls
+   * back to one thread where it cannot read the topology); 0: onnxruntime's own default.
    * Several engines on one machine each want fewer.
    */
   intraOpNumThreads?: number;
@@ -119,6 +122,8 @@ export class OnnxDecoder {
     private readonly session: ort.InferenceSession,
     readonly layout: KvLayout,
     readonly provider: ExecutionProvider,
+    /** The intra-op pool's threads asked for (0: onnxruntime's own default). */
+    readonly intraOpThreads: number,
   ) {
     const inputs = session.inputNames;
     this.kind = inputs.includes('seqlens_k') ? 'gqa' : inputs.includes('past_lengths') ? 'slots' : 'standard';
@@ -135,7 +140,7 @@ export class OnnxDecoder {
   ): Promise<OnnxDecoder> {
     const opts: DecoderLoadOptions = typeof options === 'string' ? { provider: options } : options;
     const provider = opts.provider ?? 'auto';
-    const threads = opts.intraOpNumThreads;
+    const threads = opts.intraOpNumThreads ?? cpuCores();
     if (threads !== undefined && !(Number.isInteger(threads) && threads >= 0)) {
       throw new ConfigError(
         `intraOpNumThreads must be a whole number ≥ 0 (0: onnxruntime's default), got ${threads}`,
@@ -165,7 +170,7 @@ export class OnnxDecoder {
             externalData: [{ path: MODEL_DATA_FILE, data: model.data }],
           });
         }
-        return new OnnxDecoder(session, layout, ep);
+        return new OnnxDecoder(session, layout, ep, threads);
       } catch (err) {
         lastError = err;
       }

@@ -59,7 +59,10 @@ export interface RolloutModelOptions {
    * model.onnx exported by another tool is always served as it is.
    */
   attention?: DecoderAttention;
-  /** Threads of onnxruntime's intra-op pool. Default onnxruntime's (one per physical core). */
+  /**
+   * Threads of onnxruntime's intra-op pool. Default one per physical core this process may run
+   * on, within its cgroup's CPU quota; 0: onnxruntime's own default (OnnxDecoder).
+   */
   intraOpNumThreads?: number;
   /** Whether idle onnxruntime threads spin (lower latency, busier cores). Default true. */
   allowSpinning?: boolean;
@@ -230,6 +233,7 @@ export class RolloutModel extends ModelCodec implements ChatModel {
         modelDir: dir,
         provider: decoder.provider,
         attention: decoder.kind,
+        intraOpThreads: decoder.intraOpThreads,
         source: source.description,
         weightDtype: weights?.layout.dtype,
         weightBytes: weights?.bytes,

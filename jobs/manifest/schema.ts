@@ -168,7 +168,9 @@ const modelSchema = section(
       ),
     intraOpNumThreads: count(1, 1024, 'threads per engine')
       .optional()
-      .describe("Threads of each engine's onnxruntime intra-op pool. Default one per physical core"),
+      .describe(
+        "Threads of each engine's onnxruntime intra-op pool. Default the role's resources cpus when ≥ 1 (Ray's OMP_NUM_THREADS), else one per physical core the engine's process may use, within its CPU quota",
+      ),
     allowSpinning: bool()
       .default(true)
       .describe(

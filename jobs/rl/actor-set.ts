@@ -98,7 +98,7 @@ export async function createActorSet(
     });
     const r = spec.resources;
     // The policy's engines and the judge's engines serve alike (spec.model's engine settings).
-    const engine = engineOptions(spec.model);
+    const engine = engineOptions(spec.model, r.rollout.cpus);
     set.engines = await Promise.all(
       Array.from({ length: r.rollout.replicas }, (_, i) =>
         cluster.createActor<RolloutEngine>({
@@ -195,7 +195,7 @@ export async function createActorSet(
             args: [
               {
                 modelDir: paths.judgeModelDir ?? paths.modelDir,
-                ...engine,
+                ...engineOptions(spec.model, r.judge.cpus),
               },
             ],
             options: place('judge', i, r.judge.gpus),

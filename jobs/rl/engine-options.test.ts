@@ -26,6 +26,16 @@ describe('engineOptions', () => {
     });
   });
 
+  it("sizes the intra-op pool by the role's CPUs when the manifest does not (Ray's OMP_NUM_THREADS)", () => {
+    const unset = manifest('{ path: ./m }').spec.model;
+    expect(engineOptions(unset, 3).intraOpNumThreads).toBe(3);
+    expect(engineOptions(unset, 2.5).intraOpNumThreads).toBe(2);
+    expect(engineOptions(unset, 0.5).intraOpNumThreads).toBeUndefined();
+    expect(
+      engineOptions(manifest('{ path: ./m, intraOpNumThreads: 1 }').spec.model, 4).intraOpNumThreads,
+    ).toBe(1);
+  });
+
   it("leaves unset settings to the engine's defaults", () => {
     expect(engineOptions(manifest('{ path: ./m }').spec.model)).toEqual({
       provider: 'auto',

@@ -121,7 +121,7 @@ export async function runStandaloneEval(o: StandaloneEvalOptions): Promise<Stand
           args: [
             {
               modelDir,
-              ...engineOptions(spec.model),
+              ...engineOptions(spec.model, r.rollout.cpus),
             },
           ],
           options: {
