@@ -341,7 +341,7 @@ export function formatInspection(m: ModelInspection): string {
   if (mem.trainerFullFinetuneBytes !== null) {
     row(
       'memory: trainer',
-      `${gib(mem.trainerFullFinetuneBytes)} full fine-tune (float32 Adam), ${gib(mem.trainerLoraBaseBytes)} frozen float32 base for LoRA (+ activations)`,
+      `${gib(mem.trainerFullFinetuneBytes)} full fine-tune (float32 Adam), ${gib(mem.trainerLoraBaseBytes)} frozen float32 base for LoRA (host memory on wasm and cpu; + one pass's activations, bounded by train.passMemoryMiB and gradient checkpointing)`,
     );
   }
   return `${lines.join('\n')}\n`;

@@ -89,6 +89,10 @@ function shardMetrics() {
       'clawray_trainer_passes',
       'Forward/backward passes (micro-batches) the last step took within train.passMemoryMiB',
     ),
+    checkpointing: gauge(
+      'clawray_trainer_gradient_checkpointing',
+      'Whether the last step ran with gradient checkpointing (1) or not (0): train.gradientCheckpointing',
+    ),
     logprobDiff: gauge(
       'clawray_trainer_logprob_diff',
       'Mean |trainer − rollout logprob| of the same tokens, at the sampling temperature, in the last step (target ≤ 1e-3)',
@@ -197,6 +201,7 @@ export class TrainerShard extends CollectiveMember {
       m.gradNorm.set(metrics.gradNorm);
       m.lr.set(metrics.lr);
       m.passes.set(metrics.passes);
+      m.checkpointing.set(metrics.gradientCheckpointing ? 1 : 0);
       m.logprobDiff.set(metrics.logprobAbsDiff);
       if (metrics.tisWeight !== undefined) m.tisWeight.set(metrics.tisWeight);
     }
