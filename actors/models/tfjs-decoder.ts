@@ -414,7 +414,11 @@ export class TfjsDecoder {
     const d = this.dims;
     const { inputIds, past } = input;
     this.training = input.training ?? false;
-    this.dropoutSeed = input.dropoutSeed;
+    // A checkpointed pass draws each dropout mask twice (forward, recomputation): unseeded, it
+    // gets a seed of its own so that both draws agree.
+    this.dropoutSeed =
+      input.dropoutSeed ??
+      (input.checkpoint && this.training ? Math.floor(Math.random() * 2 ** 31) : undefined);
     const batch = inputIds.length;
     const seq = inputIds[0]?.length ?? 0;
     if (batch === 0 || seq === 0) throw new RangeError('inputIds must be a non-empty [batch][seq] array');
