@@ -14,6 +14,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type * as Ort from 'onnxruntime-node';
 import { ConfigError } from '../../common/errors.js';
+import { cpuCores } from '../models/cpu-cores.js';
 import { type ExecutionProvider, providerAttempts } from '../models/execution-provider.js';
 import { TOKENIZER_CONFIG_FILE, TOKENIZER_FILE, Tokenizer } from '../models/tokenizer.js';
 import { buildClassifierText, type JudgeInput } from './prompts.js';
@@ -240,6 +241,8 @@ export class OnnxPrm {
         session = await ort.InferenceSession.create(spec.modelFile, {
           executionProviders: [ep],
           graphOptimizationLevel: 'all',
+          // The decoder's default (cpu-cores.ts): onnxruntime's own may fall back to one thread.
+          intraOpNumThreads: cpuCores(),
         });
         used = ep;
         break;
