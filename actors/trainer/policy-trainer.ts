@@ -414,7 +414,7 @@ export class PolicyTrainer {
       const need = alone(checkpoint);
       if (need > WASM_PASS_LIMIT_BYTES) {
         throw new TrainerMemoryError(
-          `a ${lengths[longest]}-token sample needs about ${mib(need)} MiB of activations in one pass${checkpoint ? ' with gradient checkpointing' : ''}, more than the wasm backend's heap can hold (${mib(WASM_PASS_LIMIT_BYTES)} MiB); ${checkpoint || mode === 'off' ? '' : 'set train.gradientCheckpointing: on, '}shorten the episodes (rollout.maxTokens, maxTurns) or install @tensorflow/tfjs-node`,
+          `a ${lengths[longest]}-token sample needs about ${mib(need)} MiB of activations in one pass${checkpoint ? ' with gradient checkpointing' : ''}, more than the wasm backend's heap can hold (${mib(WASM_PASS_LIMIT_BYTES)} MiB); ${!checkpoint && alone(true) <= WASM_PASS_LIMIT_BYTES ? 'set train.gradientCheckpointing: on, ' : ''}shorten the episodes (rollout.maxTokens, maxTurns) or install @tensorflow/tfjs-node`,
           { fields: { tokens: lengths[longest], estimatedBytes: need, limitBytes: WASM_PASS_LIMIT_BYTES } },
         );
       }
