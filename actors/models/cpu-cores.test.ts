@@ -1,6 +1,13 @@
 import { availableParallelism } from 'node:os';
 import { describe, expect, it } from 'vitest';
-import { cgroupCpuQuota, cpuCores, parseCpuList, physicalCores, type SystemFileReader } from './cpu-cores.js';
+import {
+  cgroupCpuQuota,
+  countCores,
+  cpuCores,
+  parseCpuList,
+  physicalCores,
+  type SystemFileReader,
+} from './cpu-cores.js';
 
 /** A machine of `cores` cores × `smt` threads each (CPU c is core ⌊c / smt⌋), allowed `allowed`. */
 function machine(
@@ -27,31 +34,34 @@ describe('cpuCores', () => {
   });
 
   it('counts physical cores among the allowed CPUs, SMT siblings once', () => {
-    expect(cpuCores(machine(8, 2, '0-15'), 16)).toBe(8);
-    expect(cpuCores(machine(8, 2, '0-3'), 4)).toBe(2);
-    expect(cpuCores(machine(2, 1, '0-1'), 2)).toBe(2);
+    expect(countCores(machine(8, 2, '0-15'), 16)).toBe(8);
+    expect(countCores(machine(8, 2, '0-3'), 4)).toBe(2);
+    expect(countCores(machine(2, 1, '0-1'), 2)).toBe(2);
   });
 
   it("caps them by the cgroup's CPU quota (v2 and v1), rounding a fraction up", () => {
     expect(cgroupCpuQuota(machine(1, 1, '0', { '/sys/fs/cgroup/cpu.max': 'max 100000\n' }))).toBeUndefined();
-    expect(cpuCores(machine(32, 2, '0-63', { '/sys/fs/cgroup/cpu.max': '400000 100000\n' }), 64)).toBe(4);
-    expect(cpuCores(machine(32, 2, '0-63', { '/sys/fs/cgroup/cpu.max': '150000 100000\n' }), 64)).toBe(2);
+    expect(countCores(machine(32, 2, '0-63', { '/sys/fs/cgroup/cpu.max': '400000 100000\n' }), 64)).toBe(4);
+    expect(countCores(machine(32, 2, '0-63', { '/sys/fs/cgroup/cpu.max': '150000 100000\n' }), 64)).toBe(2);
     const v1 = {
       '/sys/fs/cgroup/cpu/cpu.cfs_quota_us': '300000\n',
       '/sys/fs/cgroup/cpu/cpu.cfs_period_us': '100000\n',
     };
-    expect(cpuCores(machine(32, 2, '0-63', v1), 64)).toBe(3);
-    expect(cpuCores(machine(32, 2, '0-63', { '/sys/fs/cgroup/cpu/cpu.cfs_quota_us': '-1\n' }), 64)).toBe(32);
+    expect(countCores(machine(32, 2, '0-63', v1), 64)).toBe(3);
+    expect(countCores(machine(32, 2, '0-63', { '/sys/fs/cgroup/cpu/cpu.cfs_quota_us': '-1\n' }), 64)).toBe(
+      32,
+    );
   });
 
   it('falls back to the logical CPUs without a readable topology, and is at least 1', () => {
     expect(physicalCores([0, 1], () => undefined)).toBeUndefined();
-    expect(cpuCores(() => undefined, 6)).toBe(6);
-    expect(cpuCores(machine(1, 1, '0', { '/sys/fs/cgroup/cpu.max': '10000 100000' }), 1)).toBe(1);
+    expect(countCores(() => undefined, 6)).toBe(6);
+    expect(countCores(machine(1, 1, '0', { '/sys/fs/cgroup/cpu.max': '10000 100000' }), 1)).toBe(1);
   });
 
   it('gives a whole number of cores within what this machine has', () => {
     const n = cpuCores();
     expect(Number.isInteger(n) && n >= 1 && n <= availableParallelism()).toBe(true);
+    expect(cpuCores()).toBe(countCores());
   });
 });

@@ -69,8 +69,16 @@ export function physicalCores(
   return cores.size > 0 ? cores.size : undefined;
 }
 
-/** The cores this process may compute on (see the module comment). */
-export function cpuCores(
+let ownCores: number | undefined;
+
+/** The cores this process may compute on (see the module comment); read once per process (an engine opens a session at every weight update). */
+export function cpuCores(): number {
+  ownCores ??= countCores();
+  return ownCores;
+}
+
+/** cpuCores from a given view of the system files and logical CPU count. */
+export function countCores(
   read: SystemFileReader = readSystemFile,
   logical: number = availableParallelism(),
 ): number {

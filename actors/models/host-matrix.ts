@@ -11,6 +11,7 @@
  * more copy of the base per pass). No gradient for the weight: it is frozen.
  */
 import * as tf from '@tensorflow/tfjs';
+import { HEAD_CHUNK_ROWS, headInputGrad } from './plain-matmul.js';
 
 type Arg = tf.Tensor | tf.GradSaveFunc;
 
@@ -20,9 +21,6 @@ export interface HostMatrix {
   rows: number;
   cols: number;
 }
-
-/** Rows of the head uploaded at once (64 MiB of a 1024-wide head). */
-const HEAD_CHUNK_ROWS = 16_384;
 
 const upload = (m: HostMatrix, start = 0, end = m.rows): tf.Tensor2D =>
   tf.tensor2d(m.data.subarray(start * m.cols, end * m.cols), [end - start, m.cols]);
@@ -65,24 +63,7 @@ export function hostHeadMatMul(x: tf.Tensor2D, head: HostMatrix): tf.Tensor2D {
     });
     return {
       value,
-      gradFunc: (dy: tf.Tensor2D) =>
-        tf.tidy(() => {
-          const n = dy.shape[0];
-          // [vocab, n]: a chunk's rows of dyᵀ are one range of it.
-          const dyT = tf.transpose(dy).dataSync() as Float32Array;
-          let sum: tf.Tensor2D | undefined;
-          for (const [start, end] of chunks) {
-            const g = tf.tensor2d(dyT.subarray(start * n, end * n), [end - start, n]);
-            const w = upload(head, start, end);
-            const part = tf.matMul(tf.transpose(g), w) as tf.Tensor2D;
-            const next = sum ? (tf.add(sum, part) as tf.Tensor2D) : part;
-            if (sum) sum.dispose();
-            g.dispose();
-            w.dispose();
-            sum = next;
-          }
-          return sum!;
-        }),
+      gradFunc: (dy: tf.Tensor2D) => headInputGrad(dy, (start, end) => upload(head, start, end)),
     };
   })(x) as tf.Tensor2D;
 }

@@ -123,8 +123,41 @@ export function batchMatMul<T extends tf.Tensor>(
   return (product(flat(a), flat(b)) as tf.Tensor).reshape([...lead, m, p]) as T;
 }
 
-/** Rows of the right operand an LM head's backward packs at once (64 MiB of a 1024-wide head). */
-const HEAD_CHUNK_ROWS = 16_384;
+/** Rows of an LM head multiplied at once (64 MiB of a 1024-wide head). */
+export const HEAD_CHUNK_ROWS = 16_384;
+
+/**
+ * dx = dy · W for an LM head W [vocab, hidden] and dy [rows, vocab], over W's rows in chunks:
+ * `weightRows(start, end)` gives rows [start, end) of W as a new tensor (disposed here), so that
+ * no more than one chunk of W is packed (or on the backend at all) at once.
+ */
+export function headInputGrad(
+  dy: tf.Tensor2D,
+  weightRows: (start: number, end: number) => tf.Tensor2D,
+): tf.Tensor2D {
+  return tf.tidy(() => {
+    const [rows, vocab] = dy.shape;
+    const dyT = tf.transpose(dy) as tf.Tensor2D; // [vocab, rows]: a chunk's rows are one range
+    // On wasm a range straight from the heap; elsewhere one read of the whole.
+    const whole = onWasm() ? undefined : (dyT.dataSync() as Float32Array);
+    const heap = tf.backend() as unknown as RangeReader;
+    const dyRows = (start: number, end: number) =>
+      whole ? whole.subarray(start * rows, end * rows) : heap.readSync(dyT.dataId, start * rows, end * rows);
+    let sum: tf.Tensor2D | undefined;
+    for (let start = 0; start < vocab; start += HEAD_CHUNK_ROWS) {
+      const end = Math.min(vocab, start + HEAD_CHUNK_ROWS);
+      const w = weightRows(start, end);
+      const g = tf.tensor2d(dyRows(start, end), [end - start, rows]);
+      const part = tf.matMul(tf.transpose(g), w) as tf.Tensor2D;
+      const next = sum ? (tf.add(sum, part) as tf.Tensor2D) : part;
+      sum?.dispose();
+      w.dispose();
+      g.dispose();
+      sum = next;
+    }
+    return sum!;
+  });
+}
 
 /**
  * x · Wᵀ for an LM head: x [rows, hidden], W [vocab, hidden] with vocab ≫ rows. On the wasm
@@ -137,29 +170,12 @@ const HEAD_CHUNK_ROWS = 16_384;
  */
 export function headMatMul(x: tf.Tensor2D, weight: tf.Tensor2D): tf.Tensor2D {
   if (!onWasm() || weight.dtype !== 'float32') return tf.matMul(x, weight, false, true);
-  const [vocab, hidden] = weight.shape;
+  const hidden = weight.shape[1];
   const forward = (input: tf.Tensor2D) => tf.transpose(tf.matMul(weight, tf.transpose(input))) as tf.Tensor2D;
   const inputGrad = (dy: tf.Tensor2D): tf.Tensor2D =>
-    tf.tidy(() => {
+    headInputGrad(dy, (start, end) => {
       const heap = tf.backend() as unknown as RangeReader;
-      const dyT = tf.transpose(dy) as tf.Tensor2D; // [vocab, rows]: a chunk's rows are one range
-      const rows = dy.shape[0];
-      let sum: tf.Tensor2D | undefined;
-      for (let start = 0; start < vocab; start += HEAD_CHUNK_ROWS) {
-        const end = Math.min(vocab, start + HEAD_CHUNK_ROWS);
-        const w = tf.tensor2d(heap.readSync(weight.dataId, start * hidden, end * hidden), [
-          end - start,
-          hidden,
-        ]);
-        const g = tf.tensor2d(heap.readSync(dyT.dataId, start * rows, end * rows), [end - start, rows]);
-        const part = tf.matMul(tf.transpose(g), w) as tf.Tensor2D;
-        const next = sum ? (tf.add(sum, part) as tf.Tensor2D) : part;
-        sum?.dispose();
-        w.dispose();
-        g.dispose();
-        sum = next;
-      }
-      return sum!;
+      return tf.tensor2d(heap.readSync(weight.dataId, start * hidden, end * hidden), [end - start, hidden]);
     });
   if (weight instanceof tf.Variable && weight.trainable) {
     return tf.customGrad((...args: Arg[]) => {
