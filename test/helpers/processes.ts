@@ -53,10 +53,12 @@ export function startProc(
     },
   };
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`${args.join(' ')} did not start:\n${output.join('\n')}`)),
-      20_000,
-    );
+    // 60 s: under the suite's load (7 on 2 cores) a head or worker once took over 20 s. One
+    // that never starts is killed: nobody else holds it, so it would outlive the test.
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${args.join(' ')} did not start in 60 s:\n${output.join('\n')}`));
+    }, 60_000);
     for (const stream of [child.stdout!, child.stderr!]) {
       createInterface({ input: stream }).on('line', (line) => {
         output.push(line);
