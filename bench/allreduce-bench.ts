@@ -1,7 +1,8 @@
 /**
- * `npm run bench -- allreduce`: ring all-reduce between real actor processes on an embedded
- * local cluster, 2 and 4 ranks × 16 and 64 MiB of fp32, once per transport ('tcp', and 'auto',
- * which on one host is the Unix-socket transport), against raw stream throughput measured in the
+ * `npm run bench -- allreduce`: all-reduce between real actor processes on an embedded local
+ * cluster, 2 and 4 ranks × 16 and 64 MiB of fp32, once per transport (the ring over 'tcp' and
+ * over 'unix' sockets, and 'shm', the same-host shared-memory all-reduce that 'auto' picks when
+ * every rank is on one host), against raw stream throughput measured in the
  * same run: a child process streaming 256 MiB over one loopback TCP socket (and, reported
  * beside it, over one Unix socket) to this process, read the way a Node program reads a socket
  * ('data' events). Also reported: the same TCP stream read the way the collective reads it
@@ -10,7 +11,8 @@
  *
  * nccl-tests definitions: algbw = bytes / time, busbw = algbw · 2(N−1)/N (the per-link rate
  * a ring all-reduce needs for that algbw). Target (DESIGN.md §7): busbw for 64 MiB over 4 ranks
- * on the TCP transport at least 0.6 of raw TCP; the same-host transport is reported separately.
+ * on the TCP transport at least 0.6 of raw TCP; the same-host transports are reported
+ * separately, 'shm' also against this process's memcpy bandwidth (a 64 MiB Float32Array.set).
  *
  * The machine's cores are shared, so the raw figures are taken three times before the
  * all-reduces and three times after; the median of the six is the baseline.
@@ -27,7 +29,7 @@ import { LocalCluster } from '../local/local-cluster.js';
 
 const SIZES_MIB = [16, 64];
 const WORLD_SIZES = [2, 4];
-const TRANSPORTS = ['tcp', 'auto'] as const;
+const TRANSPORTS = ['tcp', 'unix', 'shm'] as const;
 const ROUNDS = 5;
 const STREAM_BYTES = 256 * 1024 * 1024;
 const TARGET_BUSBW_VS_TCP = 0.6;
@@ -133,6 +135,19 @@ async function onreadThroughput(bytes: number): Promise<number> {
   }
 }
 
+/** Bytes per second of one 64 MiB Float32Array.set in this process (median of 5, after a warm-up). */
+function memcpyBytesPerSec(): number {
+  const from = new Float32Array(16 * 1024 * 1024).fill(1);
+  const to = new Float32Array(from.length);
+  to.set(from);
+  const rates = Array.from({ length: 5 }, () => {
+    const started = performance.now();
+    to.set(from);
+    return from.byteLength / ((performance.now() - started) / 1000);
+  });
+  return median(rates);
+}
+
 async function baselines(into: Record<StreamKind, number[]>): Promise<void> {
   for (let i = 0; i < 3; i++)
     for (const kind of ['tcp', 'unix', 'tcp-onread'] as const)
@@ -206,7 +221,9 @@ export async function runAllreduceBench(): Promise<Record<string, unknown>> {
     const headline = (transport: string) =>
       results.find((r) => r.transport === transport && r.ranks === 4 && r.mib === 64);
     const tcp = headline('tcp')!;
-    const sameHost = headline('unix');
+    const unix = headline('unix');
+    const shm = headline('shm');
+    const memcpy = memcpyBytesPerSec();
     return {
       bench: 'allreduce',
       tcpGBps: sig(tcpBytesPerSec / 1e9),
@@ -217,11 +234,19 @@ export async function runAllreduceBench(): Promise<Record<string, unknown>> {
         busbwVsTcp: tcp.busbwVsTcp,
         busbwVsTcpOnread: sig((tcp.busbwGBps * 1e9) / onreadBytesPerSec),
       },
-      sameHost: sameHost && {
-        transport: sameHost.transport,
-        busbwGBps: sameHost.busbwGBps,
-        busbwVsTcp: sameHost.busbwVsTcp,
-        busbwVsUnixSocket: sig((sameHost.busbwGBps * 1e9) / unixBytesPerSec),
+      memcpyGBps: sig(memcpy / 1e9),
+      sameHost: {
+        unix: unix && {
+          busbwGBps: unix.busbwGBps,
+          busbwVsTcp: unix.busbwVsTcp,
+          busbwVsUnixSocket: sig((unix.busbwGBps * 1e9) / unixBytesPerSec),
+        },
+        shm: shm && {
+          busbwGBps: shm.busbwGBps,
+          busbwVsTcp: shm.busbwVsTcp,
+          busbwVsUnixRing: unix && sig(shm.busbwGBps / unix.busbwGBps),
+          busbwVsMemcpy: sig((shm.busbwGBps * 1e9) / memcpy),
+        },
       },
       busbwVsTcp: tcp.busbwVsTcp,
       target: { busbwVsTcp: { min: TARGET_BUSBW_VS_TCP, of: 'tcp transport, 4 ranks, 64 MiB' } },

@@ -1,8 +1,9 @@
 /**
- * The collective transports (TCP, same-host Unix sockets, 'auto' choosing per link) between
- * ranks that are separate real processes: exact all-reduce results against a reference sum for
- * tiny, odd and multi-MB sizes, and a rank killed mid-operation failing the others with
- * CollectiveError and leaving nothing behind (no socket, no /dev/shm file).
+ * The collective transports (TCP, same-host Unix sockets, same-host shared memory, 'auto'
+ * choosing) between ranks that are separate real processes: exact all-reduce results against a
+ * reference sum for tiny, odd and multi-MB sizes, and a rank killed mid-operation failing the
+ * others with CollectiveError and leaving nothing behind (no socket, no /dev/shm file, no
+ * shared mapping).
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -15,7 +16,7 @@ import { chooseLink, formatAddress, hostId, parseAddress } from '../actors/colle
 import { ConfigError } from '../common/errors.js';
 import { fixture, within } from './helpers/processes.js';
 
-type Transport = 'auto' | 'tcp' | 'unix';
+type Transport = 'auto' | 'tcp' | 'unix' | 'shm';
 
 const intValue = (rank: number, i: number): number => (rank + 1) * ((i % 251) + 1);
 
@@ -102,9 +103,21 @@ async function ring(
   return { ranks, links: connected.map((c) => c.transport) };
 }
 
-/** Unix socket names of these ranks still live (/proc/net/unix), and their /dev/shm and tmpdir entries. */
+/**
+ * Unix socket names of these ranks still live (/proc/net/unix), their /dev/shm and tmpdir
+ * entries, and the shared all-reduce regions their live processes still map.
+ */
 function leftovers(pids: number[]): string[] {
   const found: string[] = [];
+  for (const pid of pids) {
+    let maps = '';
+    try {
+      maps = readFileSync(`/proc/${pid}/maps`, 'utf8');
+    } catch {
+      continue; // exited
+    }
+    if (maps.includes('memfd:clawray-collective')) found.push(`shared region mapped by ${pid}`);
+  }
   const mine = (name: string): boolean => pids.some((pid) => name.includes(`clawray-collective-${pid}-`));
   if (existsSync('/proc/net/unix'))
     for (const line of readFileSync('/proc/net/unix', 'utf8').split('\n')) {
@@ -128,13 +141,17 @@ async function allReduceAll(
 }
 
 describe('collective transports between rank processes', () => {
-  for (const transport of ['tcp', 'unix', 'auto'] as const) {
+  for (const transport of ['tcp', 'unix', 'shm', 'auto'] as const) {
     for (const n of [2, 4]) {
       it(`${transport}: ${n} ranks all-reduce exactly for tiny, odd and multi-MB sizes`, async () => {
-        // Small sub-chunks: the odd sizes cross many frames per step.
-        const { ranks, links } = await ring(Array(n).fill(transport), { subChunkBytes: 4096 });
-        // Every process here is on one host: 'auto' picks the Unix socket.
-        expect(links).toEqual(Array(n).fill(transport === 'tcp' ? 'tcp' : 'unix'));
+        // Small sub-chunks: the odd sizes cross many frames per step; a 1 MiB shared-memory
+        // window: the multi-MB sizes cross several windows.
+        const { ranks, links } = await ring(Array(n).fill(transport), {
+          subChunkBytes: 4096,
+          shmWindowBytes: 1 << 20,
+        });
+        // Every process here is on one host: 'auto' picks shared memory.
+        expect(links).toEqual(Array(n).fill(transport === 'auto' ? 'shm' : transport));
         for (const size of [1, n - 1, 7, 1001, 262_147, 3_000_001]) {
           for (const op of ['sum', 'mean'] as const) {
             const want = expectedChecksum(size, n, op);
@@ -164,13 +181,16 @@ describe('collective transports between rank processes', () => {
     }
   });
 
-  for (const transport of ['tcp', 'unix'] as const) {
+  for (const transport of ['tcp', 'unix', 'shm'] as const) {
     it(`${transport}: a rank killed mid-all-reduce fails the others with CollectiveError, nothing left behind`, async () => {
       // A long no-progress timeout: the failure must come from the death, not the timer.
-      const { ranks } = await ring(Array(4).fill(transport), { timeoutMs: 120_000 });
+      const { ranks } = await ring(Array(4).fill(transport), { timeoutMs: 120_000, shmWindowBytes: 1 << 20 });
       const pids = ranks.map((r) => r.pid);
-      // The check below can see them: each live rank listens on a Unix socket unless 'tcp'.
-      expect(leftovers(pids).length).toBe(transport === 'unix' ? 4 : 0);
+      // The check below can see them: each live rank listens on a Unix socket unless 'tcp', and
+      // maps the shared region under 'shm'.
+      expect(leftovers(pids).length).toBe({ tcp: 0, unix: 4, shm: 8 }[transport]);
+      // 96 MiB: still running 30 ms after the last rank joins on every transport (shared memory,
+      // the fastest, goes through it in ~100 windows of 1 MiB here).
       const size = 24 * 1024 * 1024;
       const outcomes = await within(
         60_000,
@@ -215,7 +235,7 @@ describe('collective transport choice and reporting', () => {
         worldSize: 1,
         groupName: 'x',
         token: 't',
-        transport: 'shm' as never,
+        transport: 'rdma' as never,
       }),
     ).rejects.toThrow(ConfigError);
     await expect(
@@ -224,12 +244,12 @@ describe('collective transport choice and reporting', () => {
         worldSize: 1,
         groupName: 'x',
         token: 't',
-        transport: 'shm' as never,
+        transport: 'rdma' as never,
       }),
-    ).rejects.toThrow(/transport must be one of auto, tcp, unix, got shm/);
+    ).rejects.toThrow(/transport must be one of auto, tcp, unix, shm, got rdma/);
   });
 
-  for (const transport of ['tcp', 'unix'] as const) {
+  for (const transport of ['tcp', 'unix', 'shm'] as const) {
     it(`${transport}: frames of operations a rank has not started yet wait for it, then land in place`, async () => {
       const gs = await Promise.all(
         [0, 1, 2].map((rank) =>

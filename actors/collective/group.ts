@@ -1,6 +1,8 @@
 /**
  * Ring all-reduce and broadcast between actor processes over TCP or, between ranks on the same
  * host, Unix domain sockets (see transport.ts for the choice and the measurements behind it).
+ * When every rank shares one host, the all-reduce goes through shared memory instead and the
+ * ring carries only its barriers (shm-allreduce.ts).
  *
  * Each rank runs a small data server; `connect()` dials the previous rank (rank-1 mod N; the
  * link this rank receives on) and accepts one connection from the next rank (the link it sends
@@ -32,6 +34,8 @@ import { ConfigError } from '../../common/errors.js';
 import { type CollectiveOp, collectiveMetrics } from './collective-metrics.js';
 import { CollectiveError } from './errors.js';
 import { type ReduceKernel, reduceKernel } from './reduce-kernel.js';
+import { type SharedMemory, type SharedRegion, sharedMemory } from './shared-memory.js';
+import { partBounds, planShmAllReduce, shmRegionFloats } from './shm-allreduce.js';
 import {
   chooseLink,
   formatAddress,
@@ -62,11 +66,23 @@ export interface CollectiveGroupOptions {
   /** Pipelining granularity. Default 1 MiB. */
   subChunkBytes?: number;
   /**
-   * How ranks reach each other: 'auto' (default; a Unix socket to a neighbour on the same host,
-   * TCP otherwise), 'tcp' (always TCP), 'unix' (always a Unix socket: every rank on one host).
+   * How ranks reach each other: 'auto' (default; shared memory when every rank is on this host
+   * and it can be mapped, else a Unix socket to a neighbour on the same host and TCP otherwise),
+   * 'tcp' (always TCP), 'unix' (always a Unix socket: every rank on one host), 'shm' (shared
+   * memory, or `connect` fails saying why).
    */
   transport?: TransportOption;
+  /**
+   * The shared-memory all-reduce's window: it moves the buffer through this many bytes at a
+   * time, and the region it maps is 2·(worldSize + 1) windows. Default 16 MiB (a region of
+   * 160 MiB for 4 ranks): each window costs a barrier, N − 1 hops around the ring.
+   */
+  shmWindowBytes?: number;
+  /** Where shared regions come from (default: the host's, through koffi); tests hand a failing one. */
+  sharedMemory?: SharedMemory | string;
 }
+
+export const DEFAULT_SHM_WINDOW_BYTES = 16 << 20;
 
 const HEADER_BYTES = 16;
 const ABORT_STEP = 0xffffffff;
@@ -175,11 +191,6 @@ function readJson(
   });
 }
 
-/** [start, end) of chunk c when `len` elements are cut into `n` chunks. */
-function chunkBounds(len: number, n: number, c: number): [number, number] {
-  return [Math.floor((c * len) / n), Math.floor(((c + 1) * len) / n)];
-}
-
 /** Sub-chunks of [start, end): at least one (possibly empty), each at most `sub` elements. */
 function subRanges(start: number, end: number, sub: number): Array<[number, number]> {
   const out: Array<[number, number]> = [];
@@ -187,6 +198,8 @@ function subRanges(start: number, end: number, sub: number): Array<[number, numb
   if (out.length === 0) out.push([start, start]);
   return out;
 }
+
+const EMPTY = new Uint8Array(0);
 
 const bytesOf = (buf: Float32Array, start: number, end: number): Uint8Array =>
   new Uint8Array(buf.buffer, buf.byteOffset + start * 4, (end - start) * 4);
@@ -209,6 +222,12 @@ export class CollectiveGroup {
   private readonly timeoutMs: number;
   private readonly subFloats: number;
   private readonly kernel: ReduceKernel;
+  private readonly shmWindowFloats: number;
+  private readonly shmSource?: SharedMemory | string;
+  /** The shared region, when this group all-reduces through shared memory. */
+  private shm?: SharedRegion;
+  /** Why a same-host group is not using shared memory ('auto' fell back to its sockets). */
+  private shmUnavailable?: string;
 
   private outgoing?: net.Socket;
   private incoming?: net.Socket;
@@ -260,6 +279,8 @@ export class CollectiveGroup {
     this.timeoutMs = options.timeoutMs ?? 60_000;
     this.subFloats = Math.max(1, Math.floor((options.subChunkBytes ?? 1 << 20) / 4));
     this.kernel = reduceKernel(this.subFloats * 4);
+    this.shmWindowFloats = (options.shmWindowBytes ?? DEFAULT_SHM_WINDOW_BYTES) / 4;
+    this.shmSource = options.sharedMemory;
     this.address = address;
     for (const { server, link } of servers) server.on('connection', (socket) => this.accept(socket, link));
   }
@@ -279,6 +300,9 @@ export class CollectiveGroup {
       (!Number.isInteger(options.subChunkBytes) || options.subChunkBytes < 4)
     )
       throw new ConfigError(`collective subChunkBytes must be an integer ≥ 4, got ${options.subChunkBytes}`);
+    const window = options.shmWindowBytes;
+    if (window !== undefined && !(Number.isInteger(window) && window >= 16 && window % 4 === 0))
+      throw new ConfigError(`collective shmWindowBytes must be a multiple of 4 ≥ 16, got ${window}`);
     const bindHost = options.bindHost ?? process.env.CLAWRAY_BIND_HOST ?? '127.0.0.1';
     const listen = (server: net.Server, where: () => void): Promise<void> =>
       new Promise<void>((resolve, reject) => {
@@ -318,12 +342,26 @@ export class CollectiveGroup {
   }
 
   /**
-   * What this rank's two ring links are: 'tcp' or 'unix' when both are that, 'mixed' when they
-   * differ, 'none' for a group of one or before `connect`.
+   * How this rank all-reduces: 'shm' through shared memory; else what its two ring links are
+   * ('tcp' or 'unix' when both are that, 'mixed' when they differ); 'none' for a group of one
+   * or before `connect`.
    */
-  get transport(): LinkTransport | 'mixed' | 'none' {
+  get transport(): LinkTransport | 'shm' | 'mixed' | 'none' {
+    return this.shm ? 'shm' : this.links;
+  }
+
+  /** What this rank's two ring links are (broadcasts and the shared-memory barriers use them). */
+  private get links(): LinkTransport | 'mixed' | 'none' {
     if (!this.sendLink || !this.recvLink) return 'none';
     return this.sendLink === this.recvLink ? this.sendLink : 'mixed';
+  }
+
+  /**
+   * Why a group whose ranks share this host all-reduces over its sockets and not shared memory
+   * (undefined when it uses shared memory or its ranks span hosts).
+   */
+  get sharedMemoryUnavailable(): string | undefined {
+    return this.shmUnavailable;
   }
 
   /** Which loop sums the reduce-scatter: 'wasm-simd' or 'js'. */
@@ -363,7 +401,13 @@ export class CollectiveGroup {
       this.connected = true;
       return;
     }
-    const prevAddress = parseAddress(addresses[this.prev]!);
+    const peers = addresses.map(parseAddress);
+    const sameHost = peers.every((p) => p.unix !== undefined && p.hostId === hostId());
+    if (this.transportOption === 'shm' && !sameHost)
+      throw new ConfigError(
+        `collective transport 'shm' needs every rank on one host: ${addresses.join(', ')} are not`,
+      );
+    const prevAddress = peers[this.prev]!;
     const outgoing = new Promise<void>((resolve, reject) => {
       if (this.outgoing) resolve();
       else this.outgoingWaiter = { resolve, reject };
@@ -396,6 +440,69 @@ export class CollectiveGroup {
     this.connected = true;
     this.metrics.links(this.sendLink!, 1);
     this.metrics.links(this.recvLink!, 1);
+    if (sameHost && this.transportOption !== 'tcp' && this.transportOption !== 'unix')
+      await this.setUpSharedMemory();
+  }
+
+  /**
+   * Rank 0 creates the region and hands its path around the ring; every rank maps it; an
+   * all-reduce of the failures decides, the same way on every rank, whether the group uses it.
+   * Under 'auto' a group that cannot falls back to its sockets; under 'shm', connect fails.
+   */
+  private async setUpSharedMemory(): Promise<void> {
+    const bytes = shmRegionFloats(this.worldSize, this.shmWindowFloats) * 4;
+    const source = this.shmSource ?? (await sharedMemory());
+    let region: SharedRegion | undefined;
+    let reason: string | undefined;
+    const offer = new Float32Array(256);
+    const offerBytes = new Uint8Array(offer.buffer);
+    if (this.rank === 0) {
+      try {
+        if (typeof source === 'string') throw new Error(source);
+        region = source.create(bytes, `clawray-collective-${this.groupName}`);
+        offerBytes.set(Buffer.from(JSON.stringify({ path: region.path })));
+      } catch (err) {
+        reason = `rank 0 cannot create ${bytes} bytes of shared memory: ${(err as Error).message}`.slice(
+          0,
+          900,
+        );
+        offerBytes.set(Buffer.from(JSON.stringify({ error: reason })));
+      }
+    }
+    await this.enqueue(() => this.runBroadcast(offer, 0));
+    if (this.rank !== 0) {
+      const text = Buffer.from(offerBytes).toString('utf8').replace(/\0+$/, '');
+      const { path, error } = JSON.parse(text) as { path?: string; error?: string };
+      try {
+        if (typeof source === 'string') throw new Error(source);
+        if (path === undefined) throw new Error(error ?? 'no region offered');
+        region = source.open(path, bytes);
+      } catch (err) {
+        reason =
+          path === undefined
+            ? error
+            : `rank ${this.rank} cannot map rank 0's shared memory: ${(err as Error).message}`;
+      }
+    }
+    const failed = Float32Array.of(region ? 0 : 1);
+    try {
+      await this.enqueue(() => this.runAllReduce(failed, 'sum'));
+    } catch (err) {
+      region?.close();
+      throw err;
+    }
+    if (failed[0] === 0) {
+      this.shm = region;
+      region!.seal();
+      return;
+    }
+    region?.close();
+    this.shmUnavailable = reason ?? `${failed[0]} rank(s) could not map the group's shared memory`;
+    if (this.transportOption === 'shm') {
+      const failure = this.error(this.rank, `transport 'shm': ${this.shmUnavailable}`);
+      this.fail(failure, this.shmUnavailable);
+      throw failure;
+    }
   }
 
   /** Dials the previous rank over the chosen transport; a Unix socket that is not there falls back to TCP under 'auto'. */
@@ -597,6 +704,9 @@ export class CollectiveGroup {
     this.clearTimer();
     this.outgoing?.destroy();
     this.incoming?.destroy();
+    // Nothing runs an operation's work after `closed` is set, so nothing reads the pages now.
+    this.shm?.close();
+    this.shm = undefined;
     // Closing a Unix server on a file path removes the file (libuv unlinks it).
     await Promise.all(
       this.servers.map(({ server }) => new Promise<void>((resolve) => server.close(() => resolve()))),
@@ -608,7 +718,9 @@ export class CollectiveGroup {
     if (op !== 'sum' && op !== 'mean')
       return Promise.reject(new ConfigError(`unknown reduce op '${op}' (want sum or mean)`));
     return this.enqueue(() =>
-      this.measured('allreduce', buffer.byteLength, () => this.runAllReduce(buffer, op)),
+      this.measured('allreduce', buffer.byteLength, () =>
+        this.shm ? this.runShmAllReduce(this.shm, buffer, op) : this.runAllReduce(buffer, op),
+      ),
     );
   }
 
@@ -619,15 +731,20 @@ export class CollectiveGroup {
         new ConfigError(`broadcast root must be a rank in [0, ${this.worldSize}), got ${root}`),
       );
     return this.enqueue(() =>
-      this.measured('broadcast', buffer.byteLength, () => this.runBroadcast(buffer, root)),
+      this.measured('broadcast', buffer.byteLength, () => this.runBroadcast(buffer, root), this.links),
     );
   }
 
   /** Counts an operation that completed; failed ones count nowhere. */
-  private async measured(op: CollectiveOp, bytes: number, run: () => Promise<void>): Promise<void> {
+  private async measured(
+    op: CollectiveOp,
+    bytes: number,
+    run: () => Promise<void>,
+    transport: string = this.transport,
+  ): Promise<void> {
     const started = performance.now();
     await run();
-    this.metrics.observe(op, this.transport, bytes, (performance.now() - started) / 1000);
+    this.metrics.observe(op, transport, bytes, (performance.now() - started) / 1000);
   }
 
   private enqueue(run: () => Promise<void>): Promise<void> {
@@ -668,7 +785,7 @@ export class CollectiveGroup {
     const recvChunk = (k: number): number => (k < n - 1 ? mod(r - k - 1) : mod(r - (k - (n - 1))));
     const steps = 2 * (n - 1);
     const subs = (c: number): Array<[number, number]> => {
-      const [s, e] = chunkBounds(len, n, c);
+      const [s, e] = partBounds(len, n, c);
       return subRanges(s, e, this.subFloats);
     };
     const kernel = this.kernel;
@@ -703,6 +820,52 @@ export class CollectiveGroup {
       const first = subs(sendChunk(0));
       for (let j = 0; j < first.length; j++)
         this.queueSend(op.id, 0, j, bytesOf(buffer, first[j]![0], first[j]![1]));
+    });
+  }
+
+  /**
+   * The shared-memory all-reduce: barriers of N−1 empty frames around the ring (a rank forwards
+   * one only after entering the barrier itself, so the last frame arriving means every rank has
+   * entered), the plan's work done between them. Each frame carries the buffer's length, which
+   * the receiver checks against its own.
+   */
+  private runShmAllReduce(region: SharedRegion, buffer: Float32Array, reduce: ReduceOp): Promise<void> {
+    const n = this.worldSize;
+    const plan = planShmAllReduce({
+      region: region.floats,
+      rank: this.rank,
+      worldSize: n,
+      windowFloats: this.shmWindowFloats,
+      buffer,
+      kernel: this.kernel,
+      divideBy: reduce === 'mean' ? n : 1,
+    });
+    const hops = n - 1;
+    const length = buffer.length >>> 0;
+    const work = (b: number): void => {
+      if (!this.closed && !this.failure) plan.work(b);
+    };
+    return this.begin((op) => {
+      op.sendsLeft = plan.barriers * hops;
+      for (let b = 0; b < plan.barriers; b++) {
+        for (let k = 0; k < hops; k++) {
+          const step = b * hops + k;
+          op.recvs.push({
+            step,
+            sub: length,
+            dest: EMPTY,
+            done:
+              k + 1 < hops
+                ? () => this.queueSend(op.id, step + 1, length, EMPTY)
+                : () => {
+                    work(b + 1);
+                    if (b + 1 < plan.barriers) this.queueSend(op.id, step + 1, length, EMPTY);
+                  },
+          });
+        }
+      }
+      work(0);
+      this.queueSend(op.id, 0, length, EMPTY);
     });
   }
 

@@ -24,8 +24,13 @@ import type { TransportOption } from './transport.js';
 export interface CollectiveInitOptions {
   timeoutMs?: number;
   subChunkBytes?: number;
-  /** 'auto' (default): Unix sockets between ranks on one host, TCP between hosts; or 'tcp', 'unix'. */
+  /**
+   * 'auto' (default): shared memory when every rank is on one host, else Unix sockets between
+   * ranks on one host and TCP between hosts; or 'tcp', 'unix', 'shm'.
+   */
   transport?: TransportOption;
+  /** The shared-memory all-reduce's window (default 16 MiB; see CollectiveGroupOptions). */
+  shmWindowBytes?: number;
   /** Overrides the actor's cluster token (tests; groups outside an actor process). */
   token?: string;
 }
@@ -58,6 +63,7 @@ export class CollectiveMember {
       timeoutMs: options.timeoutMs,
       subChunkBytes: options.subChunkBytes,
       transport: options.transport,
+      shmWindowBytes: options.shmWindowBytes,
     };
     this.collective = await CollectiveGroup.create(groupOptions);
     return this.collective.address;

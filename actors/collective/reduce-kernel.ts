@@ -20,6 +20,11 @@ export interface ReduceKernel {
   addInto(dst: Float32Array, at: number, count: number): void;
   /** dst[at + i] = (dst[at + i] + src[i]) / n: the last reduce-scatter step of a mean. */
   addDivideInto(dst: Float32Array, at: number, count: number, n: number): void;
+  /**
+   * out[i] = (…((inputs[0][i] + inputs[1][i]) + inputs[2][i]) …) / divideBy for i < count: the
+   * shared-memory all-reduce's sum of every rank's slice, in rank order (divideBy 1 for a sum).
+   */
+  sumInto(out: Float32Array, inputs: readonly Float32Array[], count: number, divideBy: number): void;
   /** 'wasm-simd' or 'js': which loop runs (reported by the bench). */
   readonly kind: 'wasm-simd' | 'js';
 }
@@ -103,6 +108,24 @@ function jsAddDivideInto(dst: Float32Array, at: number, src: Float32Array, count
   for (let i = 0; i < count; i++) dst[at + i] = (dst[at + i]! + src[i]!) / n;
 }
 
+function jsSumInto(
+  out: Float32Array,
+  inputs: readonly Float32Array[],
+  from: number,
+  count: number,
+  divideBy: number,
+): void {
+  for (let i = from; i < count; i++) {
+    let sum = inputs[0]![i]!;
+    for (let p = 1; p < inputs.length; p++) sum = Math.fround(sum + inputs[p]![i]!);
+    out[i] = divideBy === 1 ? sum : sum / divideBy;
+  }
+}
+
+function divideInPlace(values: Float32Array, n: number): void {
+  for (let i = 0; i < values.length; i++) values[i] = values[i]! / n;
+}
+
 const PAGE_BYTES = 65536;
 const BLOCK_FLOATS = 64 * 1024;
 
@@ -116,6 +139,7 @@ export function reduceKernel(capacityBytes: number, options: { forceJs?: boolean
       kind: 'js',
       addInto: (dst, at, count) => jsAddInto(dst, at, src, 0, count),
       addDivideInto: (dst, at, count, n) => jsAddDivideInto(dst, at, src, count, n),
+      sumInto: (out, inputs, count, divideBy) => jsSumInto(out, inputs, 0, count, divideBy),
     };
   }
   // Memory: [acc: BLOCK_FLOATS floats][src: capacity bytes]. The destination goes through `acc`
@@ -146,5 +170,23 @@ export function reduceKernel(capacityBytes: number, options: { forceJs?: boolean
       if (simd < count) jsAddInto(dst, at, src, simd, count);
     },
     addDivideInto: (dst, at, count, n) => jsAddDivideInto(dst, at, src, count, n),
+    sumInto(out, inputs, count, divideBy) {
+      // A block of the sum builds up in `acc` (each rank's slice copied into `src` and added)
+      // and is copied out once: the slices are not in wasm memory, the sum must be.
+      const simd = count & ~3;
+      const block = Math.min(BLOCK_FLOATS, src.length & ~3);
+      for (let off = 0; off < simd; off += block) {
+        const floats = Math.min(block, simd - off);
+        const sum = acc.subarray(0, floats);
+        sum.set(inputs[0]!.subarray(off, off + floats));
+        for (let p = 1; p < inputs.length; p++) {
+          src.set(inputs[p]!.subarray(off, off + floats));
+          add(0, accBytes, floats * 4);
+        }
+        if (divideBy !== 1) divideInPlace(sum, divideBy);
+        out.set(sum, off);
+      }
+      if (simd < count) jsSumInto(out, inputs, simd, count, divideBy);
+    },
   };
 }

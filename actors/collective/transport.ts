@@ -5,15 +5,17 @@
  *   unix  a Unix domain socket (Linux: the abstract namespace, so no file exists to leak when a
  *         rank dies; elsewhere a socket file in the temp directory, removed on close). Only
  *         between ranks on the same host.
- *   auto  (the default) each link is a Unix socket when both ranks are on the same host and in
+ *   shm   every rank on one host: the all-reduce goes through shared memory (shared-memory.ts,
+ *         shm-allreduce.ts); the links are Unix sockets and carry only its barriers and the
+ *         broadcasts.
+ *   auto  (the default) 'shm' when every rank is on this host and the region can be mapped;
+ *         otherwise each link is a Unix socket when both ranks are on the same host and in
  *         the same network namespace, TCP otherwise; a Unix dial that fails falls back to TCP.
  *
- * Why Unix sockets and not /dev/shm: Node cannot mmap, so a "shared memory" exchange between
- * processes is a pwrite into tmpfs plus a pread out of it plus a notification, two copies like a
- * socket's. Measured on the 2-core dev box (256 MiB one way, reads straight into the
- * destination): Unix socket 5.8–7.2 GB/s, tmpfs write+read 2.7–4.3 GB/s before any
- * notification cost, loopback TCP 2.3–2.5 GB/s. A Unix socket is also the robust one: the
- * kernel tears it down with its process, and a dead peer is a closed connection like TCP's.
+ * Why the links are still sockets under 'shm': a dead peer is a closed connection, which the
+ * kernel reports at once; a rank that died inside shared memory would just stop writing.
+ * (Without mapping, through pwrite/pread on a tmpfs file, shared memory had been slower than a
+ * Unix socket here: 2.7–4.3 against 5.8–7.2 GB/s one way, 256 MiB on the 2-core dev box.)
  *
  * An address is what `CollectiveGroup.create` returns: `host:port` for a TCP-only rank, or
  * `host:port;unix=NAME;host=HOSTID` for one that also listens on a Unix socket.
@@ -24,9 +26,9 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from '../../common/errors.js';
 
-export type TransportOption = 'auto' | 'tcp' | 'unix';
+export type TransportOption = 'auto' | 'tcp' | 'unix' | 'shm';
 export type LinkTransport = 'tcp' | 'unix';
-export const TRANSPORT_OPTIONS: readonly TransportOption[] = ['auto', 'tcp', 'unix'];
+export const TRANSPORT_OPTIONS: readonly TransportOption[] = ['auto', 'tcp', 'unix', 'shm'];
 
 export function validateTransport(value: unknown, field = 'transport'): TransportOption {
   if (value === undefined) return 'auto';
