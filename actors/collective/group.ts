@@ -462,32 +462,33 @@ export class CollectiveGroup {
         region = source.create(bytes, `clawray-collective-${this.groupName}`);
         offerBytes.set(Buffer.from(JSON.stringify({ path: region.path })));
       } catch (err) {
-        reason = `rank 0 cannot create ${bytes} bytes of shared memory: ${(err as Error).message}`.slice(
-          0,
-          900,
-        );
+        // The offer travels in a 1 KiB buffer.
+        reason = `rank 0 cannot create ${bytes} bytes of shared memory: ${(err as Error).message}`;
+        reason = reason.slice(0, 900);
         offerBytes.set(Buffer.from(JSON.stringify({ error: reason })));
       }
     }
-    await this.enqueue(() => this.runBroadcast(offer, 0));
-    if (this.rank !== 0) {
-      const text = Buffer.from(offerBytes).toString('utf8').replace(/\0+$/, '');
-      const { path, error } = JSON.parse(text) as { path?: string; error?: string };
-      try {
-        if (typeof source === 'string') throw new Error(source);
-        if (path === undefined) throw new Error(error ?? 'no region offered');
-        region = source.open(path, bytes);
-      } catch (err) {
-        reason =
-          path === undefined
-            ? error
-            : `rank ${this.rank} cannot map rank 0's shared memory: ${(err as Error).message}`;
-      }
-    }
-    const failed = Float32Array.of(region ? 0 : 1);
+    const failed = new Float32Array(1);
     try {
+      await this.enqueue(() => this.runBroadcast(offer, 0));
+      if (this.rank !== 0) {
+        const text = Buffer.from(offerBytes).toString('utf8').replace(/\0+$/, '');
+        const { path, error } = JSON.parse(text) as { path?: string; error?: string };
+        try {
+          if (typeof source === 'string') throw new Error(source);
+          if (path === undefined) throw new Error(error ?? 'no region offered');
+          region = source.open(path, bytes);
+        } catch (err) {
+          reason =
+            path === undefined
+              ? error
+              : `rank ${this.rank} cannot map rank 0's shared memory: ${(err as Error).message}`;
+        }
+      }
+      failed[0] = region ? 0 : 1;
       await this.enqueue(() => this.runAllReduce(failed, 'sum'));
     } catch (err) {
+      // A rank died or the group closed while setting up: the ring's failure is the error.
       region?.close();
       throw err;
     }
