@@ -32,22 +32,21 @@ const IN_PLACE_KINDS: Exclude<DecoderAttention, 'standard'>[] = ['slots', 'gqa']
 async function engines(
   kind: DecoderAttention,
   prefillChunkTokens: number,
-): Promise<{ standard: GenerationEngine; gqa: GenerationEngine }> {
+): Promise<{ standard: GenerationEngine; gqa: GenerationEngine; inPlace: OnnxDecoder }> {
   const config = presetConfig('tiny');
   const d = dims(config);
   const weights = randomWeights(d, 4);
   const layout = { layers: d.layers, kvHeads: d.kvHeads, headDim: d.headDim, vocab: d.vocab };
   const g = exportDecoderExternal(config, weights, { attention: kind });
   const options = { eosTokenIds: [], maxContext: 1024, prefillChunkTokens, maxBatchSize: 4 };
+  const inPlace = await OnnxDecoder.load({ graph: g.graph, data: g.data }, layout, 'cpu');
   return {
     standard: new GenerationEngine(
       await OnnxDecoder.load(exportDecoderOnnx(config, weights), layout, 'cpu'),
       options,
     ),
-    gqa: new GenerationEngine(
-      await OnnxDecoder.load({ graph: g.graph, data: g.data }, layout, 'cpu'),
-      options,
-    ),
+    gqa: new GenerationEngine(inPlace, options),
+    inPlace,
   };
 }
 
@@ -66,8 +65,9 @@ for (const kind of IN_PLACE_KINDS)
     describe(`engine on a ${kind} decoder (prefill chunks of ${chunk})`, () => {
       let standard: GenerationEngine;
       let gqa: GenerationEngine;
+      let inPlace: OnnxDecoder;
       beforeAll(async () => {
-        ({ standard, gqa } = await engines(kind, chunk));
+        ({ standard, gqa, inPlace } = await engines(kind, chunk));
       });
       afterAll(async () => {
         await standard.close();
@@ -87,6 +87,36 @@ for (const kind of IN_PLACE_KINDS)
           );
         });
         expect(gqa.batchSize).toBe(0);
+      });
+
+      it('a grouped first-prompt step computes logits only where a row ends', async () => {
+        // Right-padded to 14, rows of 9 to 14 tokens end within the last 14 − 9 + 1 = 6 positions.
+        const group = [12, 9, 14, 10].map((len, i) => ({
+          promptTokenIds: tokens(len, 50 + i),
+          maxTokens: 3,
+          temperature: 0,
+          topLogprobs: 2,
+        }));
+        const steps: Array<{ batch: number; seq: number; logitsToKeep: number }> = [];
+        const step = inPlace.stepInPlace.bind(inPlace);
+        inPlace.stepInPlace = (input) => {
+          steps.push({ batch: input.batch, seq: input.seq, logitsToKeep: input.logitsToKeep });
+          return step(input);
+        };
+        try {
+          const want = await Promise.all(group.map((r) => standard.generate(r)));
+          const got = await Promise.all(group.map((r) => gqa.generate(r)));
+          got.forEach((g, i) => {
+            expect(g.tokenIds).toEqual(want[i].tokenIds);
+            close(g.logprobs, want[i].logprobs);
+          });
+        } finally {
+          inPlace.stepInPlace = step;
+        }
+        // The first request starts alone (the engine starts on it); with 512-token prefill chunks
+        // the other three (9, 14 and 10 tokens) share one step, with 6 each is chunked.
+        const grouped = steps.filter((s) => s.batch > 1 && s.seq > 1);
+        expect(grouped).toEqual(chunk === 512 ? [{ batch: 3, seq: 14, logitsToKeep: 6 }] : []);
       });
 
       it('sampled generations with a seed match too', async () => {

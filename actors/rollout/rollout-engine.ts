@@ -906,6 +906,10 @@ export class GenerationEngine {
         const { vocab } = this.decoder.layout;
         const lens = taken.map((s) => s.request.promptTokenIds.length);
         const width = Math.max(...lens);
+        // Rows are right-padded, so each row's last prompt token sits at lens[b] − 1: keeping the
+        // last width − min(lens) + 1 positions keeps every row's, and the LM head (a
+        // vocab-wide product per position: 151,936 columns on Qwen3) runs on those alone.
+        const keep = width - Math.min(...lens) + 1;
         const inputIds = new BigInt64Array(taken.length * width);
         taken.forEach((seq, b) => {
           seq.request.promptTokenIds.forEach((id, j) => {
@@ -920,14 +924,14 @@ export class GenerationEngine {
           newLens: Int32Array.from(lens),
           kv: this.slots.rows(first, taken.length),
           capacity: this.slots.capacity,
-          logitsToKeep: 0,
-          logits: new Float32Array(taken.length * width * vocab),
+          logitsToKeep: keep,
+          logits: new Float32Array(taken.length * keep * vocab),
         });
         taken.forEach((seq, b) => {
           this.slots.lens[first + b] = lens[b];
           seq.version = this.version;
           this.options.observer?.onFirstToken?.((performance.now() - seq.startedAt) / 1000);
-          const row = (b * width + lens[b] - 1) * vocab;
+          const row = (b * keep + lens[b] - 1 - (width - keep)) * vocab;
           if (this.accept(seq, logits.subarray(row, row + vocab))) finished.push(seq);
         });
       } else {
