@@ -7,8 +7,9 @@
  * - `sampling`: one draw from a 151 936-token row (Qwen3's vocabulary) at temperature 0.6,
  *   plain vs top_p / top_k / top_logprobs, and what the full sort they replaced cost.
  * - `qwen3-0.6b`: a Qwen3-0.6B-shaped checkpoint (random bf16 weights, written at bench time):
- *   load seconds, decode tokens/s at batch 1 and 16, and the memory-bandwidth ceiling (bytes of
- *   weights read per token ÷ memcpy bandwidth measured in the same run). Minutes and ~8 GB.
+ *   load seconds, decode tokens/s at batch 1 and 16, the time to the first tokens of 1 and 16
+ *   concurrent requests, and the memory-bandwidth ceiling (bytes of weights read per token ÷
+ *   memcpy bandwidth measured in the same run). Minutes and ~8 GB.
  * `CLAWRAY_BENCH_ROLLOUT=small,sampling` picks sets (default all three; `small-standard` is the
  * `small` set on the standard graph). `CLAWRAY_BENCH_ATTENTION=slots|standard|gqa` picks the
  * graph of the `small` and `qwen3-0.6b` sets (default the engine's), `CLAWRAY_BENCH_PROVIDER=auto|cuda|webgpu|cpu`
@@ -473,8 +474,15 @@ function writeQwen3Dir(dir: string): { parameters: number; embedding: number } {
   return { parameters, embedding: d.vocab * d.hidden };
 }
 
-/** Decode tokens/s at `batch`: (time for 1 + n tokens) − (time for 1 token), so prefill is left out. */
-async function decodeTokensPerSecond(model: RolloutModel, batch: number, n: number): Promise<number> {
+/**
+ * Decode tokens/s at `batch`: (time for 1 + n tokens) − (time for 1 token), so prefill is left
+ * out; and that time for 1 token: until every one of the `batch` requests has its first.
+ */
+async function decodeTokensPerSecond(
+  model: RolloutModel,
+  batch: number,
+  n: number,
+): Promise<{ tokensPerSecond: number; firstTokenSeconds: number }> {
   const run = async (maxTokens: number) => {
     const t = performance.now();
     await Promise.all(
@@ -496,7 +504,9 @@ async function decodeTokensPerSecond(model: RolloutModel, batch: number, n: numb
   await run(1);
   const first = await run(1);
   const more = await run(1 + n);
-  return (batch * n) / Math.max(1e-9, more - first);
+  // A difference not above zero says the runs' noise exceeded the decode itself: no figure.
+  const tokensPerSecond = more > first ? (batch * n) / (more - first) : Number.NaN;
+  return { tokensPerSecond, firstTokenSeconds: first };
 }
 
 async function qwen3Shape(): Promise<Record<string, unknown>> {
@@ -525,9 +535,11 @@ async function qwen3Shape(): Promise<Record<string, unknown>> {
     const bytesPerToken = 4 * parameters;
     const bound1 = copyRate / bytesPerToken;
     log('decode at batch 1');
-    const tps1 = await decodeTokensPerSecond(model, 1, 6);
+    const one = await decodeTokensPerSecond(model, 1, 6);
+    const tps1 = one.tokensPerSecond;
     log('decode at batch 16');
-    const tps16 = await decodeTokensPerSecond(model, 16, 3);
+    const sixteen = await decodeTokensPerSecond(model, 16, 8);
+    const tps16 = sixteen.tokensPerSecond;
     Object.assign(result, {
       provider: model.provider,
       attention: model.engine.decoderKind,
@@ -537,12 +549,14 @@ async function qwen3Shape(): Promise<Record<string, unknown>> {
       loadSeconds: round(loadSeconds, 1),
       tokensPerSecond1: round(tps1, 2),
       tokensPerSecond16: round(tps16, 2),
+      firstTokenSeconds1: round(one.firstTokenSeconds, 2),
+      firstTokenSeconds16: round(sixteen.firstTokenSeconds, 2),
       weightBytesPerToken: bytesPerToken,
       memcpyGiBPerSecond: round(copyRate / 2 ** 30, 2),
       bandwidthBoundTokensPerSecond1: round(bound1, 2),
       shareOfBound1: round(tps1 / bound1, 2),
       method:
-        'decode tokens/s = tokens of (1 + n)-token generations − 1-token ones (16-token prompts; T 0.6, top_p 0.95, top_k 20) over the time difference; bound = memcpy bytes/s (1 GiB Buffer.copy, best of 3) ÷ float32 weight bytes read per token (batch 1; a batch of 16 reads them once per step)',
+        'decode tokens/s = tokens of (1 + n)-token generations − 1-token ones (16-token prompts; T 0.6, top_p 0.95, top_k 20) over the time difference; firstTokenSeconds16 = the 1-token generation of 16 concurrent requests (the first prefilled alone, the other 15 in one grouped step); bound = memcpy bytes/s (1 GiB Buffer.copy, best of 3) ÷ float32 weight bytes read per token (batch 1; a batch of 16 reads them once per step)',
     });
   } catch (err) {
     result.error = err instanceof Error ? err.message : String(err);
