@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { CollectiveError } from '../actors/collective/errors.js';
 import { CollectiveGroup, type CollectiveGroupOptions } from '../actors/collective/group.js';
 import { reduceKernel } from '../actors/collective/reduce-kernel.js';
-import type { SharedMemory } from '../actors/collective/shared-memory.js';
+import { type SharedMemory, sharedMemory } from '../actors/collective/shared-memory.js';
 import { planShmAllReduce, shmRegionFloats } from '../actors/collective/shm-allreduce.js';
 import { ConfigError } from '../common/errors.js';
 
@@ -176,8 +176,7 @@ describe('shared-memory groups', () => {
 
   it("'auto' keeps its sockets when one rank cannot map the region, and says why; 'shm' fails connect", async () => {
     const before = mappedRegions();
-    const real = (await import('../actors/collective/shared-memory.js')).sharedMemory;
-    const host = await real();
+    const host = await sharedMemory();
     if (typeof host === 'string') throw new Error(host);
     const cannotOpen: SharedMemory = {
       create: (bytes, name) => host.create(bytes, name),
@@ -214,6 +213,47 @@ describe('shared-memory groups', () => {
     expect(mappedRegions()).toBe(before);
   });
 
+  it('a group closed while its all-reduce is between windows fails the others and touches no unmapped page', async () => {
+    const before = mappedRegions();
+    // 64-byte windows: a 200,000-float buffer takes 12,501 barriers, so the close lands mid-operation.
+    const gs = await ring(3, () => ({ shmWindowBytes: 64 }));
+    for (const r of await connectAll(gs)) expect(r.status).toBe('fulfilled');
+    const ops = gs.map((g, r) => g.allReduce(fill(r, 200_000)));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await gs[1]!.close();
+    const outcomes = await Promise.allSettled(ops);
+    for (const outcome of outcomes) {
+      expect(outcome.status).toBe('rejected');
+      expect((outcome as PromiseRejectedResult).reason).toBeInstanceOf(CollectiveError);
+    }
+    expect(String((outcomes[2] as PromiseRejectedResult).reason)).toMatch(/rank 1 /);
+    await Promise.all(gs.map((g) => g.close()));
+    expect(mappedRegions()).toBe(before);
+  });
+
+  it('a rank lost while the region is being set up fails connect on the others and frees the region', async () => {
+    const before = mappedRegions();
+    const host = await sharedMemory();
+    if (typeof host === 'string') throw new Error(host);
+    let gs: CollectiveGroup[] = [];
+    // Rank 2 goes away at the moment it would map rank 0's region.
+    const dies: SharedMemory = {
+      create: (bytes, name) => host.create(bytes, name),
+      open: () => {
+        void gs[2]!.close();
+        throw new Error('gone');
+      },
+    };
+    gs = await ring(3, (rank) => (rank === 2 ? { sharedMemory: dies } : {}));
+    const outcomes = await connectAll(gs);
+    for (const rank of [0, 1]) {
+      expect(outcomes[rank]!.status).toBe('rejected');
+      expect((outcomes[rank] as PromiseRejectedResult).reason).toBeInstanceOf(CollectiveError);
+    }
+    await Promise.all(gs.map((g) => g.close()));
+    expect(mappedRegions()).toBe(before);
+  });
+
   it("'shm' refuses ranks that are not all on this host, and bad windows, naming the field", async () => {
     const gs = await ring(2, (rank) => ({ transport: rank === 0 ? 'tcp' : 'shm', timeoutMs: 500 }));
     const outcomes = await connectAll(gs);
@@ -224,5 +264,16 @@ describe('shared-memory groups', () => {
     await expect(
       CollectiveGroup.create({ rank: 0, worldSize: 2, groupName: 'x', token: 't', shmWindowBytes: 10 }),
     ).rejects.toThrow(/shmWindowBytes must be a multiple of 4 ≥ 16, got 10/);
+    // A window under a transport that never maps memory would be ignored: refused instead.
+    await expect(
+      CollectiveGroup.create({
+        rank: 0,
+        worldSize: 2,
+        groupName: 'x',
+        token: 't',
+        transport: 'tcp',
+        shmWindowBytes: 64,
+      }),
+    ).rejects.toThrow(/shmWindowBytes applies to transport 'auto' or 'shm'; transport 'tcp' never uses/);
   });
 });

@@ -129,6 +129,10 @@ function leftovers(pids: number[]): string[] {
   return [...new Set(found)];
 }
 
+/** A 1 MiB shared-memory window where the transport maps memory (the others refuse the field). */
+const shmWindow = (transport: Transport) =>
+  transport === 'shm' || transport === 'auto' ? { shmWindowBytes: 1 << 20 } : {};
+
 async function allReduceAll(
   ranks: Rank[],
   size: number,
@@ -148,7 +152,7 @@ describe('collective transports between rank processes', () => {
         // window: the multi-MB sizes cross several windows.
         const { ranks, links } = await ring(Array(n).fill(transport), {
           subChunkBytes: 4096,
-          shmWindowBytes: 1 << 20,
+          ...shmWindow(transport),
         });
         // Every process here is on one host: 'auto' picks shared memory.
         expect(links).toEqual(Array(n).fill(transport === 'auto' ? 'shm' : transport));
@@ -184,7 +188,7 @@ describe('collective transports between rank processes', () => {
   for (const transport of ['tcp', 'unix', 'shm'] as const) {
     it(`${transport}: a rank killed mid-all-reduce fails the others with CollectiveError, nothing left behind`, async () => {
       // A long no-progress timeout: the failure must come from the death, not the timer.
-      const { ranks } = await ring(Array(4).fill(transport), { timeoutMs: 120_000, shmWindowBytes: 1 << 20 });
+      const { ranks } = await ring(Array(4).fill(transport), { timeoutMs: 120_000, ...shmWindow(transport) });
       const pids = ranks.map((r) => r.pid);
       // The check below can see them: each live rank listens on a Unix socket unless 'tcp', and
       // maps the shared region under 'shm'.

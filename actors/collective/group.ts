@@ -303,6 +303,10 @@ export class CollectiveGroup {
     const window = options.shmWindowBytes;
     if (window !== undefined && !(Number.isInteger(window) && window >= 16 && window % 4 === 0))
       throw new ConfigError(`collective shmWindowBytes must be a multiple of 4 ≥ 16, got ${window}`);
+    if ((transport === 'tcp' || transport === 'unix') && (window !== undefined || options.sharedMemory))
+      throw new ConfigError(
+        `collective shmWindowBytes applies to transport 'auto' or 'shm'; transport '${transport}' never uses shared memory`,
+      );
     const bindHost = options.bindHost ?? process.env.CLAWRAY_BIND_HOST ?? '127.0.0.1';
     const listen = (server: net.Server, where: () => void): Promise<void> =>
       new Promise<void>((resolve, reject) => {
