@@ -12,7 +12,7 @@
  * nccl-tests definitions: algbw = bytes / time, busbw = algbw · 2(N−1)/N (the per-link rate
  * a ring all-reduce needs for that algbw). Target (DESIGN.md §7): busbw for 64 MiB over 4 ranks
  * on the TCP transport at least 0.6 of raw TCP; the same-host transports are reported
- * separately, 'shm' also against this process's memcpy bandwidth (a 64 MiB Float32Array.set).
+ * separately, 'shm' also against this process's memcpy bandwidth (memcpy.ts).
  *
  * The machine's cores are shared, so the raw figures are taken three times before the
  * all-reduces and three times after; the median of the six is the baseline.
@@ -26,6 +26,7 @@ import type { ActorHandle } from '../actors/runtime/actor-handle.js';
 import { Cluster } from '../actors/runtime/cluster.js';
 import { packageRoot } from '../common/package-root.js';
 import { LocalCluster } from '../local/local-cluster.js';
+import { memcpyBytesPerSecond } from './memcpy.js';
 
 const SIZES_MIB = [16, 64];
 const WORLD_SIZES = [2, 4];
@@ -135,19 +136,6 @@ async function onreadThroughput(bytes: number): Promise<number> {
   }
 }
 
-/** Bytes per second of one 64 MiB Float32Array.set in this process (median of 5, after a warm-up). */
-function memcpyBytesPerSec(): number {
-  const from = new Float32Array(16 * 1024 * 1024).fill(1);
-  const to = new Float32Array(from.length);
-  to.set(from);
-  const rates = Array.from({ length: 5 }, () => {
-    const started = performance.now();
-    to.set(from);
-    return from.byteLength / ((performance.now() - started) / 1000);
-  });
-  return median(rates);
-}
-
 async function baselines(into: Record<StreamKind, number[]>): Promise<void> {
   for (let i = 0; i < 3; i++)
     for (const kind of ['tcp', 'unix', 'tcp-onread'] as const)
@@ -223,7 +211,7 @@ export async function runAllreduceBench(): Promise<Record<string, unknown>> {
     const tcp = headline('tcp')!;
     const unix = headline('unix');
     const shm = headline('shm');
-    const memcpy = memcpyBytesPerSec();
+    const memcpy = memcpyBytesPerSecond();
     return {
       bench: 'allreduce',
       tcpGBps: sig(tcpBytesPerSec / 1e9),

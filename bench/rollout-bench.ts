@@ -39,6 +39,7 @@ import {
   seededRandom,
   topLogprobs,
 } from '../actors/rollout/sampler.js';
+import { memcpyBytesPerSecond } from './memcpy.js';
 
 const round = (x: number, digits = 1) => Math.round(x * 10 ** digits) / 10 ** digits;
 const log = (line: string) => process.stderr.write(`${line}\n`);
@@ -421,20 +422,6 @@ function qwen3Config(): Record<string, unknown> {
     tie_word_embeddings: true,
     torch_dtype: 'bfloat16',
   };
-}
-
-/** Bytes per second Buffer.copy moves, best of three copies of 1 GiB (read 1 GiB + write 1 GiB each). */
-function memcpyBytesPerSecond(): number {
-  const size = 2 ** 30;
-  const from = Buffer.alloc(size, 1);
-  const to = Buffer.alloc(size);
-  let best = Number.POSITIVE_INFINITY;
-  for (let i = 0; i < 3; i++) {
-    const t = performance.now();
-    from.copy(to);
-    best = Math.min(best, performance.now() - t);
-  }
-  return size / (best / 1000);
 }
 
 /**
