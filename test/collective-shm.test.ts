@@ -132,6 +132,13 @@ async function ring(
   return gs;
 }
 
+/** The host's shared memory, with `open` replaced (a rank that cannot map the region). */
+async function hostWithOpen(open: SharedMemory['open']): Promise<SharedMemory> {
+  const host = await sharedMemory();
+  if (typeof host === 'string') throw new Error(host);
+  return { create: (bytes, name) => host.create(bytes, name), open };
+}
+
 const connectAll = (gs: CollectiveGroup[]) =>
   Promise.allSettled(gs.map((g) => g.connect(gs.map((x) => x.address))));
 
@@ -176,14 +183,9 @@ describe('shared-memory groups', () => {
 
   it("'auto' keeps its sockets when one rank cannot map the region, and says why; 'shm' fails connect", async () => {
     const before = mappedRegions();
-    const host = await sharedMemory();
-    if (typeof host === 'string') throw new Error(host);
-    const cannotOpen: SharedMemory = {
-      create: (bytes, name) => host.create(bytes, name),
-      open: () => {
-        throw new Error('no such file');
-      },
-    };
+    const cannotOpen = await hostWithOpen(() => {
+      throw new Error('no such file');
+    });
     const fallback = await ring(3, (rank) => (rank === 2 ? { sharedMemory: cannotOpen } : {}));
     for (const r of await connectAll(fallback)) expect(r.status).toBe('fulfilled');
     expect(fallback.map((g) => g.transport)).toEqual(['unix', 'unix', 'unix']);
@@ -233,17 +235,12 @@ describe('shared-memory groups', () => {
 
   it('a rank lost while the region is being set up fails connect on the others and frees the region', async () => {
     const before = mappedRegions();
-    const host = await sharedMemory();
-    if (typeof host === 'string') throw new Error(host);
     let gs: CollectiveGroup[] = [];
     // Rank 2 goes away at the moment it would map rank 0's region.
-    const dies: SharedMemory = {
-      create: (bytes, name) => host.create(bytes, name),
-      open: () => {
-        void gs[2]!.close();
-        throw new Error('gone');
-      },
-    };
+    const dies = await hostWithOpen(() => {
+      void gs[2]!.close();
+      throw new Error('gone');
+    });
     gs = await ring(3, (rank) => (rank === 2 ? { sharedMemory: dies } : {}));
     const outcomes = await connectAll(gs);
     for (const rank of [0, 1]) {
