@@ -14,6 +14,7 @@ import { ConfigError } from '../../common/errors.js';
 import { dims } from '../models/model-config.js';
 import { initRandomModel, randomWeights } from '../models/model-init.js';
 import { type DecoderAttention, exportDecoderExternal, exportDecoderOnnx } from '../models/onnx-export.js';
+import { batchBytes, prefillBytes } from './memory-budget.js';
 import { OnnxDecoder } from './onnx-decoder.js';
 import { type GenerateRequest, GenerationEngine } from './rollout-engine.js';
 import { chooseAttention, DEFAULT_ATTENTION, RolloutModel } from './rollout-model.js';
@@ -272,6 +273,74 @@ describe.each(IN_PLACE_KINDS)('engine on a %s decoder: aborts and weight swaps',
       } finally {
         await engine.close();
       }
+    }
+  });
+});
+
+describe.each(IN_PLACE_KINDS)('engine on a %s decoder: the cache buffer between batches', (kind) => {
+  const config = presetConfig('tiny');
+  const d = dims(config);
+  const layout = { layers: d.layers, kvHeads: d.kvHeads, headDim: d.headDim, vocab: d.vocab };
+  const shape = { ...layout, heads: d.heads };
+  const engine = async (memoryBudgetBytes?: number, steps: number[] = []) => {
+    const g = exportDecoderExternal(config, randomWeights(d, 3), { attention: kind });
+    return new GenerationEngine(await OnnxDecoder.load({ graph: g.graph, data: g.data }, layout, 'cpu'), {
+      eosTokenIds: [],
+      maxContext: 1024,
+      maxBatchSize: 4,
+      attentionHeads: d.heads,
+      memoryBudgetBytes,
+      observer: { onStep: (batch) => steps.push(batch) },
+    });
+  };
+  const wave = (salt: number, n: number, maxTokens: number): GenerateRequest[] =>
+    Array.from({ length: n }, (_, i) => ({
+      promptTokenIds: tokens(3 + i, salt + i),
+      maxTokens: maxTokens - i,
+      temperature: 0,
+    }));
+  const run = (e: GenerationEngine, reqs: GenerateRequest[]) => Promise.all(reqs.map((r) => e.generate(r)));
+
+  it('keeps the buffer when the batch empties and the next batch reuses it, generating as a fresh engine does', async () => {
+    const kept = await engine();
+    const fresh = await engine();
+    try {
+      await run(kept, wave(1, 4, 60));
+      const held = kept.kvCacheBytes;
+      expect(held).toBeGreaterThan(0);
+      const got = await run(kept, wave(7, 3, 20));
+      expect(kept.kvCacheBytes).toBe(held);
+      const want = await run(fresh, wave(7, 3, 20));
+      expect(got.map((g) => g.tokenIds)).toEqual(want.map((w) => w.tokenIds));
+    } finally {
+      await kept.close();
+      await fresh.close();
+    }
+  });
+
+  it('lets the kept buffer go when a request’s estimate needs its memory', async () => {
+    // How much a batch of four 64-token sequences leaves behind.
+    const probe = await engine();
+    await run(probe, wave(1, 4, 60));
+    const held = probe.kvCacheBytes;
+    const prompt = tokens(100, 5);
+    const want = await probe.generate({ promptTokenIds: prompt, maxTokens: 1, temperature: 0 });
+    await probe.close();
+    // The 100-token prompt fits the budget alone, but not beside what the first batch kept.
+    const budget = prefillBytes(shape, 100, 512) + Math.floor(held / 2);
+    expect(Math.max(prefillBytes(shape, 100, 512), batchBytes(shape, [101]))).toBeLessThan(budget);
+    const steps: number[] = [];
+    const tight = await engine(budget, steps);
+    try {
+      await run(tight, wave(1, 4, 60));
+      expect(Math.max(...steps)).toBe(4);
+      expect(tight.kvCacheBytes).toBe(held);
+      const got = await tight.generate({ promptTokenIds: prompt, maxTokens: 1, temperature: 0 });
+      expect(got.tokenIds).toEqual(want.tokenIds);
+      expect(tight.kvCacheBytes).toBeGreaterThan(0);
+      expect(tight.kvCacheBytes).toBeLessThan(held);
+    } finally {
+      await tight.close();
     }
   });
 });

@@ -150,6 +150,9 @@ export class KvBatch {
  */
 export const SLOT_GRANULE = 32;
 
+/** A new cache buffer's size over what is asked for (room for rows to grow into). */
+const GROWTH = 1.5;
+
 /**
  * The cache of an in-place decoder (onnx-export-slots.ts, onnx-export-gqa.ts): per layer key
  * then value, one buffer [rows, kvHeads, capacity, headDim]. Row i holds member i's cache
@@ -159,6 +162,12 @@ export const SLOT_GRANULE = 32;
  * place). When the capacity changes, the rows are laid out again inside the same memory where
  * it is big enough (a fresh multi-MiB buffer costs its page faults and a collection, every
  * SLOT_GRANULE decode steps), in a new one with room to spare otherwise.
+ *
+ * The memory outlives the rows: when the batch empties it is kept, all zero, for the next one
+ * (vLLM allocates its KV pool once for the same reason: first-touch page faults ran at
+ * 0.26 GB/s on a 2-core VM, i.e. a 16-request wave re-faulting its cache spent 8–50 ms of a
+ * 300–450 ms run on it). `heldBytes` says what is kept; `fit()` lets go of what the rows do
+ * not need, which the engine does when its memory budget wants it.
  *
  * Every slot at or past a row's length holds 0, whatever rows held it before: the slots graph
  * scores those slots and weighs their values by a probability of exactly 0, and 0 × NaN is NaN,
@@ -198,7 +207,11 @@ export class KvSlots {
     const wantSlots = Math.ceil(Math.max(1, slots) / SLOT_GRANULE) * SLOT_GRANULE;
     const needRows = Math.max(rows, this.size, 1);
     const growRows = needRows > this.rowsHeld;
-    const resizeSlots = slots > this.capacity || this.capacity > wantSlots + 2 * SLOT_GRANULE;
+    // With no rows in use a new capacity moves nothing: start the next batch at its own size.
+    const resizeSlots =
+      slots > this.capacity ||
+      this.capacity > wantSlots + 2 * SLOT_GRANULE ||
+      (this.size === 0 && this.capacity !== wantSlots);
     if (!growRows && !resizeSlots) return;
     const capacity = resizeSlots ? wantSlots : this.capacity;
     // Rows double (up to the batch size) so that members arriving one by one rarely reallocate.
@@ -206,11 +219,31 @@ export class KvSlots {
       ? Math.min(Math.max(this.maxRows, needRows), Math.max(needRows, 2 * this.rowsHeld))
       : this.rowsHeld;
     const size = rowsHeld * this.rowElems(capacity);
-    const held = this.store[0]?.length ?? 0;
-    if (held >= size && held <= 4 * size) this.relayout(capacity);
+    if ((this.store[0]?.length ?? 0) >= size) this.relayout(capacity);
     else this.reallocate(capacity, size);
     this.capacity = capacity;
     this.rowsHeld = rowsHeld;
+    this.kv = this.store.map((t) => t.subarray(0, size));
+  }
+
+  /** Bytes of memory the buffer holds (in use or kept for the next rows). */
+  get heldBytes(): number {
+    return this.store.reduce((n, t) => n + t.byteLength, 0);
+  }
+
+  /**
+   * Lets go of the memory the rows in use do not need: all of it when there are none, else
+   * what is past a fresh buffer for them (with the usual room to spare).
+   */
+  fit(): void {
+    if (this.size === 0) {
+      this.release();
+      return;
+    }
+    const size = this.rowsHeld * this.rowElems();
+    if (this.heldBytes <= Math.ceil(size * GROWTH) * this.store.length * Float32Array.BYTES_PER_ELEMENT)
+      return;
+    this.reallocate(this.capacity, size);
     this.kv = this.store.map((t) => t.subarray(0, size));
   }
 
@@ -232,12 +265,12 @@ export class KvSlots {
     }
   }
 
-  /** A new buffer with room to spare (half again), each row's live slots copied in. */
+  /** A new buffer with room to spare (GROWTH), each row's live slots copied in. */
   private reallocate(capacity: number, size: number): void {
     const { kvHeads, headDim } = this.layout;
     const next: Float32Array[] = [];
     for (let t = 0; t < this.layout.layers * 2; t++) {
-      const fresh = new Float32Array(Math.ceil(size * 1.5));
+      const fresh = new Float32Array(Math.ceil(size * GROWTH));
       const old = this.store[t];
       if (old) {
         this.lens.forEach((len, r) => {
@@ -303,12 +336,17 @@ export class KvSlots {
     }
     if (index !== last) this.lens[index] = this.lens[last];
     this.lens.pop();
-    if (this.size === 0) this.clear();
     return last;
   }
 
-  /** Lets go of every row and the buffer. */
+  /** Drops every row, keeping the memory (zeroed where rows were) for the next ones. */
   clear(): void {
+    for (const t of this.kv) t.fill(0);
+    this.lens = [];
+  }
+
+  /** Drops every row and lets go of the memory. */
+  release(): void {
     this.lens = [];
     this.kv = [];
     this.store = [];

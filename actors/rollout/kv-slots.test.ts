@@ -82,7 +82,51 @@ describe('KvSlots', () => {
     expect(live(slots, 0)).toEqual(row);
     slots.remove(0);
     expect(slots.size).toBe(0);
+  });
+
+  it('keeps its memory, all zero, when the last row leaves or the rows are cleared, and reuses it', () => {
+    const slots = new KvSlots(layout, 4);
+    slots.reserve(4, 3 * SLOT_GRANULE);
+    for (let r = 0; r < 4; r++) slots.add();
+    for (let r = 0; r < 4; r++) fill(slots, r, 3 * SLOT_GRANULE - r, r + 1);
+    const memory = slots.kv[0].buffer;
+    const held = slots.heldBytes;
+    expect(held).toBe(4 * 2 * Math.ceil(1.5 * 4 * layout.kvHeads * 3 * SLOT_GRANULE * layout.headDim));
+    for (let r = 3; r >= 0; r--) slots.remove(r);
+    expect(slots.heldBytes).toBe(held);
+    expect(new Float32Array(memory).every((x) => x === 0)).toBe(true);
+    // One short row: far less than the memory held, which it still uses (no fresh pages).
+    slots.reserve(1, 5);
+    expect(slots.capacity).toBe(SLOT_GRANULE);
+    expect(slots.kv[0].buffer).toBe(memory);
+    slots.add();
+    fill(slots, 0, 5, 9);
+    const row = live(slots, 0);
+    expectZeroTails(slots);
+    slots.clear();
+    expect(slots.size).toBe(0);
+    expect(slots.heldBytes).toBe(held);
+    expect(new Float32Array(memory).every((x) => x === 0)).toBe(true);
+    // fit() gives back what the rows in use do not need, keeping their slots.
+    slots.reserve(1, 5);
+    slots.add();
+    fill(slots, 0, 5, 9);
+    slots.fit();
+    expect(slots.heldBytes).toBeLessThan(held);
+    expect(slots.kv[0].buffer).not.toBe(memory);
+    expect(live(slots, 0)).toEqual(row);
+    expectZeroTails(slots);
+    const fitted = slots.heldBytes;
+    slots.fit(); // already fitted: nothing moves
+    expect(slots.heldBytes).toBe(fitted);
+    slots.remove(0);
+    slots.fit(); // no rows: all of it
+    expect(slots.heldBytes).toBe(0);
     expect(slots.kv).toEqual([]);
+    slots.reserve(2, 3);
+    expect(slots.add()).toBe(0);
+    slots.release();
+    expect([slots.size, slots.heldBytes]).toEqual([0, 0]);
   });
 
   it('copies a row in from a buffer of another capacity, its live slots only', () => {

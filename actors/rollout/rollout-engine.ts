@@ -17,7 +17,8 @@
  * (KvSlots): a sequence's prefill writes its row directly, a decode step appends one slot per
  * row (nothing concatenated, no repacking when members join or leave: a leaving row is replaced
  * by the last one), and a generating prefill computes the logits of its last position only.
- * Scoring still visits every position.
+ * Scoring still visits every position. The buffer's memory stays when the batch empties (the
+ * next batch reuses it instead of faulting fresh pages) until the budget wants it back.
  */
 import { totalmem } from 'node:os';
 import { ClawrayError, ConfigError, registerErrorClass } from '../../common/errors.js';
@@ -273,13 +274,21 @@ export class GenerationEngine {
     );
   }
 
-  /** Whether `seq` may join `members` now without the estimate passing the budget. */
+  /**
+   * Whether `seq` may join `members` now without the estimate passing the budget. The cache
+   * buffer an earlier, bigger batch left behind counts too: when it and the prefill would pass
+   * the budget, the part the rows do not need is let go first.
+   */
   private fitsBeside(seq: Sequence, members: readonly Sequence[]): boolean {
-    if (members.length === 0) return true;
     const shape = this.shape;
     const lengths = [...members.map((m) => m.finalLength), seq.finalLength];
-    const prompt = seq.request.promptTokenIds.length;
-    return batchBytes(shape, lengths) + prefillBytes(shape, prompt, this.prefillChunk) <= this.memoryBudget;
+    const prefill = prefillBytes(shape, seq.request.promptTokenIds.length, this.prefillChunk);
+    const batch = batchBytes(shape, lengths);
+    // Alone, a request was checked when it arrived (and is refused there if it cannot fit).
+    if (members.length > 0 && batch + prefill > this.memoryBudget) return false;
+    const held = this.slots.heldBytes;
+    if (held > batch && held + prefill > this.memoryBudget) this.slots.fit();
+    return true;
   }
 
   get weightVersion(): number {
@@ -297,6 +306,11 @@ export class GenerationEngine {
 
   get queueDepth(): number {
     return this.queue.length;
+  }
+
+  /** Bytes of memory the batch's KV cache buffer holds (in use or kept for the next batch). */
+  get kvCacheBytes(): number {
+    return this.slots.heldBytes;
   }
 
   get batchSize(): number {
@@ -1019,7 +1033,7 @@ export class GenerationEngine {
   private failAll(err: Error): void {
     for (const seq of [...this.members, ...this.queue.splice(0)]) seq.reject(err);
     this.members = [];
-    this.slots.clear();
+    this.slots.release();
   }
 
   async close(): Promise<void> {

@@ -45,6 +45,14 @@ export function rolloutMetrics(
     },
   });
   new Gauge({
+    name: 'clawray_rollout_kv_cache_bytes',
+    help: 'Memory the KV cache buffer of the batch holds, in use or kept for the next batch',
+    registers: [registry],
+    collect() {
+      this.set(engine()?.kvCacheBytes ?? 0);
+    },
+  });
+  new Gauge({
     name: 'clawray_rollout_weight_version',
     help: 'Weight version the engine serves',
     registers: [registry],

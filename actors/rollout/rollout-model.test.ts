@@ -34,6 +34,9 @@ describe('RolloutModel on a `clawray model init` directory', () => {
     const metrics = await registry.metrics();
     expect(metrics).toContain('clawray_rollout_tokens_total');
     expect(metrics).toContain('clawray_rollout_execution_provider{provider="cpu"} 1');
+    // The batch's cache buffer, kept for the next batch now that this one has finished.
+    expect(model.engine.kvCacheBytes).toBeGreaterThan(0);
+    expect(metrics).toContain(`clawray_rollout_kv_cache_bytes ${model.engine.kvCacheBytes}`);
   });
 
   it('swaps to new weights by name, and rejects unknown tensors', async () => {
