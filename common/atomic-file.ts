@@ -1,24 +1,56 @@
 /** Files that are never seen half-written: a crash leaves the old content or the new. */
-import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 
-/** Writes `text` to `file` atomically (temp file, fsync, rename, fsync of the directory). */
-export function writeFileAtomic(file: string, text: string): void {
+/**
+ * Bytes one read() or write() is given: Node refuses a length above 2^31 − 1, and a 0.6B
+ * model's weights in float32 are 2.4 GB.
+ */
+export const IO_CHUNK_BYTES = 1 << 30;
+
+/** Writes all of `bytes` at the descriptor's position, in pieces of at most `chunkBytes`. */
+export function writeAll(fd: number, bytes: Uint8Array, chunkBytes = IO_CHUNK_BYTES): void {
+  let done = 0;
+  while (done < bytes.byteLength)
+    done += writeSync(fd, bytes, done, Math.min(chunkBytes, bytes.byteLength - done));
+}
+
+/**
+ * Writes `file` through a temporary file in its folder (created if missing) that `write` fills,
+ * then fsync, rename over the target, fsync of the folder.
+ */
+export function writeFileAtomicWith(file: string, write: (fd: number) => void): void {
   const dir = dirname(file);
   mkdirSync(dir, { recursive: true });
-  const tmp = join(dir, `.${basename(file)}.${process.pid}.${Date.now()}.tmp`);
-  const fd = openSync(tmp, 'w', 0o644);
+  const tmp = join(dir, `.${basename(file)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
+  let fd: number | null = null;
   try {
-    writeSync(fd, text);
+    fd = openSync(tmp, 'w', 0o644);
+    write(fd);
     fsyncSync(fd);
-  } finally {
     closeSync(fd);
+    fd = null;
+    renameSync(tmp, file);
+  } catch (err) {
+    if (fd !== null) closeSync(fd);
+    rmSync(tmp, { force: true });
+    throw err;
   }
-  renameSync(tmp, file);
-  const dfd = openSync(dir, 'r');
   try {
-    fsyncSync(dfd);
-  } finally {
-    closeSync(dfd);
+    const dirFd = openSync(dir, 'r');
+    try {
+      fsyncSync(dirFd);
+    } finally {
+      closeSync(dirFd);
+    }
+  } catch {
+    // Some filesystems refuse fsync on a directory; the rename itself has already happened.
   }
+}
+
+/** Writes bytes or text to `file` atomically (`writeFileAtomicWith`). */
+export function writeFileAtomic(file: string, data: Uint8Array | string): void {
+  const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
+  writeFileAtomicWith(file, (fd) => writeAll(fd, bytes));
 }

@@ -2,8 +2,10 @@
  * Random model directories from a preset: what every test and example runs on. The same seed
  * gives byte-identical files on every machine, so a test can name a model by (preset, seed).
  */
+
 import { existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { writeFileAtomic } from '../../common/atomic-file.js';
 import { ConfigError } from '../../common/errors.js';
 import { CHAT_TEMPLATE_FILE, QWEN_CHAT_TEMPLATE } from './chat-template.js';
 import {
@@ -15,12 +17,7 @@ import {
   parseModelConfig,
 } from './model-config.js';
 import { CONFIG_FILE, GENERATION_CONFIG_FILE } from './model-dir.js';
-import {
-  SAFETENSORS_FILE,
-  SAFETENSORS_INDEX_FILE,
-  writeFileAtomic,
-  writeSafetensors,
-} from './safetensors.js';
+import { SAFETENSORS_FILE, SAFETENSORS_INDEX_FILE, writeSafetensors } from './safetensors.js';
 import {
   buildByteLevelTokenizerJson,
   QWEN_ADDED_TOKENS,

@@ -37,8 +37,9 @@
  * that type and a Cast to float32 follows it (folded by onnxruntime at load), so the stored
  * buffer is half the size while the math stays float32.
  */
-import { closeSync, existsSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { writeFileAtomic } from '../../common/atomic-file.js';
 import { ConfigError } from '../../common/errors.js';
 import { type Dims, dims as dimsOf, type ModelConfig } from './model-config.js';
 import { buildGqaDecoderGraph } from './onnx-export-gqa.js';
@@ -892,28 +893,6 @@ export function exportDecoderOnnx(
   return encodeModel(model);
 }
 
-function tempName(path: string): string {
-  return `${path}.tmp-${process.pid}-${Math.random().toString(36).slice(2, 10)}`;
-}
-
-/** Writes `chunks` to `path` through a temporary file and a rename. */
-export function writeAtomic(path: string, chunks: Iterable<Uint8Array>): void {
-  const tmp = tempName(path);
-  const fd = openSync(tmp, 'w');
-  try {
-    for (const chunk of chunks) {
-      let off = 0;
-      while (off < chunk.byteLength) off += writeSync(fd, chunk, off, chunk.byteLength - off);
-    }
-  } catch (err) {
-    closeSync(fd);
-    rmSync(tmp, { force: true });
-    throw err;
-  }
-  closeSync(fd);
-  renameSync(tmp, path);
-}
-
 /** Writes `<dir>/model.onnx` + `<dir>/model.onnx_data` (graph bytes with external weights). */
 export function writeExternalOnnx(
   dir: string,
@@ -924,8 +903,8 @@ export function writeExternalOnnx(
   const modelPath = join(dir, MODEL_FILE);
   const dataPath = join(dir, MODEL_DATA_FILE);
   // The data file first: a reader that sees the new model.onnx finds its data.
-  writeAtomic(dataPath, [data]);
-  writeAtomic(modelPath, [graph]);
+  writeFileAtomic(dataPath, data);
+  writeFileAtomic(modelPath, graph);
   return { model: modelPath, data: dataPath };
 }
 
@@ -949,7 +928,7 @@ export function writeDecoderOnnx(
   }
   mkdirSync(dir, { recursive: true });
   const modelPath = join(dir, MODEL_FILE);
-  writeAtomic(modelPath, [exportDecoderOnnx(config, weights, opts)]);
+  writeFileAtomic(modelPath, exportDecoderOnnx(config, weights, opts));
   rmSync(join(dir, MODEL_DATA_FILE), { force: true });
   return { model: modelPath };
 }

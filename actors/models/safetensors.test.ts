@@ -1,4 +1,13 @@
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -10,11 +19,13 @@ import {
   f32ToF16Bits,
   loadTensors,
   loadWeights,
+  planSafetensors,
   readSafetensors,
   SafetensorsReader,
   serializeSafetensors,
   type TensorToWrite,
   writeSafetensors,
+  writeSafetensorsPlan,
 } from './safetensors.js';
 
 const root = mkdtempSync(join(tmpdir(), 'clawray-st-'));
@@ -213,6 +224,33 @@ describe('safetensors files', () => {
     expect(header['b.weight'].data_offsets).toEqual([6, 18]);
     expect(header.empty.data_offsets).toEqual([18, 18]);
     expect(header.scalar.data_offsets).toEqual([18, 20]);
+  });
+
+  it('writes a file tensor by tensor, byte-identical to the serialized buffer', () => {
+    // Streamed: no buffer of the whole file (a 0.6B model's optimizer state is over Node's 4 GiB).
+    for (const dtype of ['F32', 'F16', 'BF16'] as const) {
+      const file = tmp();
+      writeSafetensors(file, sample(), { dtype });
+      expect(readFileSync(file).equals(serializeSafetensors(sample(), { dtype }))).toBe(true);
+    }
+  });
+
+  it("streams a file over Node's 4 GiB Buffer limit (a 0.6B model's optimizer state)", () => {
+    // Two 2.1 GB tensors into /dev/null, which never reads their (untouched, zero) pages.
+    const n = 2 ** 29 + 16;
+    const tensors = new Map([
+      ['exp_avg.w', { shape: [n], data: new Float32Array(n) }],
+      ['exp_avg_sq.w', { shape: [n], data: new Float32Array(n) }],
+    ]);
+    const plan = planSafetensors(tensors);
+    expect(plan.bytes).toBeGreaterThan(2 ** 32);
+    expect(() => serializeSafetensors(tensors)).toThrow(RangeError);
+    const fd = openSync('/dev/null', 'w');
+    try {
+      expect(() => writeSafetensorsPlan(fd, plan)).not.toThrow();
+    } finally {
+      closeSync(fd);
+    }
   });
 
   it('writes atomically: no temp file is left and an existing file is replaced', () => {

@@ -5,22 +5,10 @@
  * as Float32Array whatever their stored dtype, because every consumer here (tfjs, ONNX
  * Runtime feeds, the trainer) computes in fp32.
  */
-import { randomBytes } from 'node:crypto';
-import {
-  closeSync,
-  existsSync,
-  fstatSync,
-  fsyncSync,
-  openSync,
-  readFileSync,
-  readSync,
-  renameSync,
-  rmSync,
-  statSync,
-  writeSync,
-} from 'node:fs';
+import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { endianness } from 'node:os';
-import { basename, dirname, isAbsolute, join, normalize } from 'node:path';
+import { isAbsolute, join, normalize } from 'node:path';
+import { IO_CHUNK_BYTES, writeAll, writeFileAtomicWith } from '../../common/atomic-file.js';
 import { ConfigError } from '../../common/errors.js';
 import type { WeightMap } from './weight-names.js';
 
@@ -472,7 +460,7 @@ export class SafetensorsReader {
 function readFully(fd: number, into: Uint8Array, position: number, file: string, tensor?: string): void {
   let done = 0;
   while (done < into.byteLength) {
-    const n = readSync(fd, into, done, into.byteLength - done, position + done);
+    const n = readSync(fd, into, done, Math.min(IO_CHUNK_BYTES, into.byteLength - done), position + done);
     if (n === 0) fail(file, `truncated: ended after ${position + done} bytes while reading`, tensor);
     done += n;
   }
@@ -481,11 +469,23 @@ function readFully(fd: number, into: Uint8Array, position: number, file: string,
 // ---------------------------------------------------------------------------------------------
 // Writing
 
-/** Serializes tensors (sorted by name, so equal inputs give identical bytes). */
-export function serializeSafetensors(
+/**
+ * A file about to be written: the header (length prefix and padded JSON) and the tensors in
+ * file order. Planning validates everything, so a bad input fails before anything is written.
+ */
+export interface SafetensorsPlan {
+  header: Buffer;
+  dtype: WritableDtype;
+  tensors: Float32Array[];
+  /** Bytes of the whole file. */
+  bytes: number;
+}
+
+/** Plans a file of these tensors (sorted by name, so equal inputs give identical bytes). */
+export function planSafetensors(
   tensors: ReadonlyMap<string, TensorToWrite>,
   options: WriteSafetensorsOptions = {},
-): Buffer {
+): SafetensorsPlan {
   const dtype = options.dtype ?? 'F32';
   if (!['F32', 'F16', 'BF16'].includes(dtype)) {
     throw new ConfigError(`cannot write safetensors dtype '${dtype}' (F32, F16 or BF16)`);
@@ -497,7 +497,7 @@ export function serializeSafetensors(
   const names = [...tensors.keys()].sort();
   const header: Record<string, unknown> = {};
   if (Object.keys(metadata).length > 0) header.__metadata__ = metadata;
-  const chunks: Uint8Array[] = [];
+  const data: Float32Array[] = [];
   let offset = 0;
   for (const name of names) {
     if (name === '__metadata__') throw new ConfigError("a tensor cannot be named '__metadata__'");
@@ -507,58 +507,54 @@ export function serializeSafetensors(
         `tensor '${name}': shape ${JSON.stringify(t.shape)} does not match its ${t.data.length} values`,
       );
     }
-    const bytes = encodeFromFloat32(t.data, dtype);
-    header[name] = { dtype, shape: t.shape, data_offsets: [offset, offset + bytes.byteLength] };
-    chunks.push(bytes);
-    offset += bytes.byteLength;
+    const bytes = t.data.length * DTYPE_BYTES[dtype];
+    header[name] = { dtype, shape: t.shape, data_offsets: [offset, offset + bytes] };
+    data.push(t.data);
+    offset += bytes;
   }
   let json = JSON.stringify(header);
   const jsonBytes = Buffer.byteLength(json, 'utf8');
   // Readers map the data section with typed-array views; 8-byte alignment keeps F64/I64 valid.
   json += ' '.repeat((8 - ((8 + jsonBytes) % 8)) % 8);
-  const headerBuf = Buffer.from(json, 'utf8');
-  const out = Buffer.allocUnsafe(8 + headerBuf.byteLength + offset);
-  out.writeBigUInt64LE(BigInt(headerBuf.byteLength), 0);
-  headerBuf.copy(out, 8);
-  let pos = 8 + headerBuf.byteLength;
-  for (const c of chunks) {
-    out.set(c, pos);
-    pos += c.byteLength;
+  const headerJson = Buffer.from(json, 'utf8');
+  const headerBuf = Buffer.allocUnsafe(8 + headerJson.byteLength);
+  headerBuf.writeBigUInt64LE(BigInt(headerJson.byteLength), 0);
+  headerJson.copy(headerBuf, 8);
+  return { header: headerBuf, dtype, tensors: data, bytes: headerBuf.byteLength + offset };
+}
+
+/** A tensor's bytes in the file: a view of it where float32 is stored as is, else encoded. */
+function fileBytes(data: Float32Array, dtype: WritableDtype): Uint8Array {
+  if (dtype === 'F32' && LITTLE_ENDIAN_HOST)
+    return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  return encodeFromFloat32(data, dtype);
+}
+
+/** Serializes tensors into one buffer (for files well under Node's Buffer limit). */
+export function serializeSafetensors(
+  tensors: ReadonlyMap<string, TensorToWrite>,
+  options: WriteSafetensorsOptions = {},
+): Buffer {
+  const plan = planSafetensors(tensors, options);
+  const out = Buffer.allocUnsafe(plan.bytes);
+  out.set(plan.header, 0);
+  let pos = plan.header.byteLength;
+  for (const t of plan.tensors) {
+    const bytes = fileBytes(t, plan.dtype);
+    out.set(bytes, pos);
+    pos += bytes.byteLength;
   }
   return out;
 }
 
 /**
- * Writes a file so that a reader never sees a half-written checkpoint: temp file in the same
- * folder, fsync, rename over the target, fsync the folder.
+ * Writes a planned file tensor by tensor: no buffer of the whole file exists (Node's Buffer
+ * limit is 4 GiB, a checkpoint's optimizer state of a 0.6B model is 4.8 GB), and at most one
+ * tensor is encoded at a time.
  */
-export function writeFileAtomic(file: string, data: Uint8Array | string): void {
-  const tmp = join(dirname(file), `.${basename(file)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
-  let fd: number | null = null;
-  try {
-    fd = openSync(tmp, 'w', 0o644);
-    const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
-    let done = 0;
-    while (done < bytes.byteLength) done += writeSync(fd, bytes, done, bytes.byteLength - done);
-    fsyncSync(fd);
-    closeSync(fd);
-    fd = null;
-    renameSync(tmp, file);
-  } catch (err) {
-    if (fd !== null) closeSync(fd);
-    rmSync(tmp, { force: true });
-    throw err;
-  }
-  try {
-    const dirFd = openSync(dirname(file), 'r');
-    try {
-      fsyncSync(dirFd);
-    } finally {
-      closeSync(dirFd);
-    }
-  } catch {
-    // Some filesystems refuse fsync on a directory; the rename itself has already happened.
-  }
+export function writeSafetensorsPlan(fd: number, plan: SafetensorsPlan): void {
+  writeAll(fd, plan.header);
+  for (const t of plan.tensors) writeAll(fd, fileBytes(t, plan.dtype));
 }
 
 export function writeSafetensors(
@@ -566,14 +562,14 @@ export function writeSafetensors(
   tensors: ReadonlyMap<string, TensorToWrite>,
   options: WriteSafetensorsOptions = {},
 ): void {
-  let bytes: Buffer;
+  let plan: SafetensorsPlan;
   try {
-    bytes = serializeSafetensors(tensors, options);
+    plan = planSafetensors(tensors, options);
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     throw new ConfigError(`${file}: ${err.message}`, { cause: err, fields: { file } });
   }
-  writeFileAtomic(file, bytes);
+  writeFileAtomicWith(file, (fd) => writeSafetensorsPlan(fd, plan));
 }
 
 // ---------------------------------------------------------------------------------------------

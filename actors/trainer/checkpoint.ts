@@ -22,11 +22,17 @@ import {
   renameSync,
   rmSync,
   statSync,
-  writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
+import { writeAll } from '../../common/atomic-file.js';
 import { ConfigError, NotFoundError } from '../../common/errors.js';
-import { readSafetensors, serializeSafetensors, type TensorToWrite } from '../models/safetensors.js';
+import {
+  planSafetensors,
+  readSafetensors,
+  type SafetensorsPlan,
+  type TensorToWrite,
+  writeSafetensorsPlan,
+} from '../models/safetensors.js';
 import type { WeightMap } from '../models/weight-names.js';
 import type { AdamWState } from './optimizer.js';
 
@@ -90,12 +96,11 @@ function ioError(file: string, what: string, err: unknown): never {
   throw new ConfigError(`${file}: ${what} (${(err as Error).message})`, { cause: err, fields: { file } });
 }
 
-function writeSynced(file: string, data: Uint8Array): void {
+function writeSynced(file: string, write: (fd: number) => void): void {
   let fd: number | null = null;
   try {
     fd = openSync(file, 'wx', 0o644);
-    let done = 0;
-    while (done < data.byteLength) done += writeSync(fd, data, done, data.byteLength - done);
+    write(fd);
     fsyncSync(fd);
   } catch (err) {
     ioError(file, 'cannot write', err);
@@ -117,9 +122,9 @@ function fsyncDir(dir: string): void {
   }
 }
 
-function serialize(file: string, tensors: ReadonlyMap<string, TensorToWrite>): Buffer {
+function plan(file: string, tensors: ReadonlyMap<string, TensorToWrite>): SafetensorsPlan {
   try {
-    return serializeSafetensors(tensors, { dtype: 'F32', metadata: { format: 'pt' } });
+    return planSafetensors(tensors, { dtype: 'F32', metadata: { format: 'pt' } });
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     throw new ConfigError(`${file}: ${err.message}`, { cause: err, fields: { file } });
@@ -203,7 +208,8 @@ export class CheckpointManager {
     }
     const tmpDir = join(this.dir, `${TMP_PREFIX}${step}-${process.pid}-${randomBytes(4).toString('hex')}`);
 
-    // Serialize everything before touching the disk: bad input fails without leaving anything.
+    // Check everything before touching the disk: bad input fails without leaving anything. The
+    // tensors are then written one at a time (a 0.6B model's optimizer state is 4.8 GB).
     const modelFile = join(finalDir, MODEL_FILE);
     const modelTensors = new Map<string, TensorToWrite>();
     for (const [name, data] of weights) {
@@ -214,8 +220,8 @@ export class CheckpointManager {
       }
       modelTensors.set(name, { shape: [...(shapes?.get(name) ?? [data.length])], data });
     }
-    const modelBytes = serialize(modelFile, modelTensors);
-    let optimizerBytes: Buffer | null = null;
+    const modelPlan = plan(modelFile, modelTensors);
+    let optimizerPlan: SafetensorsPlan | null = null;
     if (optimizerState) {
       const optFile = join(finalDir, OPTIMIZER_FILE);
       const t = new Map<string, TensorToWrite>();
@@ -225,7 +231,7 @@ export class CheckpointManager {
         t.set(M_PREFIX + name, { shape: [m.length], data: m });
         t.set(V_PREFIX + name, { shape: [v.length], data: v });
       }
-      optimizerBytes = serialize(optFile, t);
+      optimizerPlan = plan(optFile, t);
     }
     const state: TrainerStateFile = {
       format: STATE_FORMAT,
@@ -246,9 +252,12 @@ export class CheckpointManager {
       } catch (err) {
         ioError(tmpDir, 'cannot create the temporary checkpoint directory', err);
       }
-      writeSynced(join(tmpDir, MODEL_FILE), modelBytes);
-      if (optimizerBytes) writeSynced(join(tmpDir, OPTIMIZER_FILE), optimizerBytes);
-      writeSynced(join(tmpDir, TRAINER_STATE_FILE), Buffer.from(stateText, 'utf8'));
+      writeSynced(join(tmpDir, MODEL_FILE), (fd) => writeSafetensorsPlan(fd, modelPlan));
+      if (optimizerPlan) {
+        const p = optimizerPlan;
+        writeSynced(join(tmpDir, OPTIMIZER_FILE), (fd) => writeSafetensorsPlan(fd, p));
+      }
+      writeSynced(join(tmpDir, TRAINER_STATE_FILE), (fd) => writeAll(fd, Buffer.from(stateText, 'utf8')));
       fsyncDir(tmpDir);
       let trash: string | null = null;
       if (existsSync(finalDir)) {

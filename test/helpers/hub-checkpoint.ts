@@ -11,6 +11,7 @@
  * every other value real. Tensors are drawn shard by shard, so a full-size write holds one
  * shard in memory at a time. The same options and seed give byte-identical files.
  */
+
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { dims, parseModelConfig } from '../../actors/models/model-config.js';
@@ -20,7 +21,6 @@ import {
   DTYPE_BYTES,
   SAFETENSORS_INDEX_FILE,
   type TensorToWrite,
-  writeFileAtomic,
   writeSafetensors,
 } from '../../actors/models/safetensors.js';
 import {
@@ -29,6 +29,7 @@ import {
   TOKENIZER_FILE,
 } from '../../actors/models/tokenizer.js';
 import { type TensorSpec, weightSpecs } from '../../actors/models/weight-names.js';
+import { writeFileAtomic } from '../../common/atomic-file.js';
 
 /** Qwen/Qwen3-0.6B config.json as published (transformers 4.51). */
 export const QWEN3_0_6B_CONFIG = {
