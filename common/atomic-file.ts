@@ -1,20 +1,8 @@
 /** Files that are never seen half-written: a crash leaves the old content or the new. */
 import { randomBytes } from 'node:crypto';
-import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-
-/**
- * Bytes one read() or write() is given: Node refuses a length above 2^31 − 1, and a 0.6B
- * model's weights in float32 are 2.4 GB.
- */
-export const IO_CHUNK_BYTES = 1 << 30;
-
-/** Writes all of `bytes` at the descriptor's position, in pieces of at most `chunkBytes`. */
-export function writeAll(fd: number, bytes: Uint8Array, chunkBytes = IO_CHUNK_BYTES): void {
-  let done = 0;
-  while (done < bytes.byteLength)
-    done += writeSync(fd, bytes, done, Math.min(chunkBytes, bytes.byteLength - done));
-}
+import { writeAll } from './chunked-io.js';
 
 /**
  * Writes `file` through a temporary file in its folder (created if missing) that `write` fills,

@@ -5,10 +5,11 @@
  * as Float32Array whatever their stored dtype, because every consumer here (tfjs, ONNX
  * Runtime feeds, the trainer) computes in fp32.
  */
-import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, openSync, readFileSync, statSync } from 'node:fs';
 import { endianness } from 'node:os';
 import { isAbsolute, join, normalize } from 'node:path';
-import { IO_CHUNK_BYTES, writeAll, writeFileAtomicWith } from '../../common/atomic-file.js';
+import { writeFileAtomicWith } from '../../common/atomic-file.js';
+import { readAt, writeAll } from '../../common/chunked-io.js';
 import { ConfigError } from '../../common/errors.js';
 import type { WeightMap } from './weight-names.js';
 
@@ -458,12 +459,8 @@ export class SafetensorsReader {
 }
 
 function readFully(fd: number, into: Uint8Array, position: number, file: string, tensor?: string): void {
-  let done = 0;
-  while (done < into.byteLength) {
-    const n = readSync(fd, into, done, Math.min(IO_CHUNK_BYTES, into.byteLength - done), position + done);
-    if (n === 0) fail(file, `truncated: ended after ${position + done} bytes while reading`, tensor);
-    done += n;
-  }
+  const n = readAt(fd, into, position);
+  if (n < into.byteLength) fail(file, `truncated: ended after ${position + n} bytes while reading`, tensor);
 }
 
 // ---------------------------------------------------------------------------------------------

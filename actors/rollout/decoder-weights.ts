@@ -12,8 +12,9 @@
  * compound. A full update of a tensor replaces its base.
  */
 
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, openSync } from 'node:fs';
 import { setImmediate } from 'node:timers/promises';
+import { readAt } from '../../common/chunked-io.js';
 import { ConfigError } from '../../common/errors.js';
 import { parseLoraName } from '../models/lora-merge.js';
 import { dims as dimsOf, type ModelConfig } from '../models/model-config.js';
@@ -314,12 +315,8 @@ class ExternalFiles {
         `${this.dir}/${location}: external data ends before byte ${offset + into.byteLength}`,
       );
     }
-    let done = 0;
-    while (done < into.byteLength) {
-      const n = readSync(f.fd, into, done, into.byteLength - done, offset + done);
-      if (n === 0) throw new ConfigError(`${this.dir}/${location}: truncated external data`);
-      done += n;
-    }
+    if (readAt(f.fd, into, offset) < into.byteLength)
+      throw new ConfigError(`${this.dir}/${location}: truncated external data`);
   }
 
   close(): void {

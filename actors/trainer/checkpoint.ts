@@ -24,7 +24,7 @@ import {
   statSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { writeAll } from '../../common/atomic-file.js';
+import { writeAll } from '../../common/chunked-io.js';
 import { ConfigError, NotFoundError } from '../../common/errors.js';
 import {
   planSafetensors,
