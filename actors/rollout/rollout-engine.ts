@@ -32,6 +32,7 @@ import {
   hasAdjustments,
   type LogitAdjustments,
   logSoftmax,
+  RowBuffers,
   type Sampled,
   type SamplingParams,
   sample,
@@ -769,7 +770,7 @@ export class GenerationEngine {
     }
     // The model's own tempered distribution, computed once: the recorded logprob, the draw
     // (unless adjusted) and top_logprobs all read it.
-    const logp = logSoftmax(logits, seq.params.temperature);
+    const logp = logSoftmax(logits, seq.params.temperature, this.row);
     let picked: Sampled;
     if (seq.json) {
       const chosen = this.constrainedDraw(seq, seq.json, logits);
@@ -790,7 +791,7 @@ export class GenerationEngine {
       // Recorded under the model's own distribution: the trainer cannot recompute the adjustment.
       picked = { tokenId: chosen.tokenId, logprob: logp[chosen.tokenId] };
     } else {
-      picked = sampleLogprobs(logp, seq.params, seq.random);
+      picked = sampleLogprobs(logp, seq.params, seq.random, this.row);
     }
     this.tokens++;
     seq.tokens.push(picked.tokenId);
@@ -1009,6 +1010,8 @@ export class GenerationEngine {
   }
 
   private logitsBuffer = new Float32Array(0);
+  /** The row being sampled: its logprobs and weights (read only within `accept`). */
+  private readonly row = new RowBuffers();
 
   /** The decode step's logits buffer, reused across steps. */
   private stepLogits(size: number): Float32Array {

@@ -4,9 +4,11 @@ import {
   hasAdjustments,
   logSoftmax,
   nucleusCutoff,
+  RowBuffers,
   type Sampled,
   type SamplingParams,
   sample,
+  sampleLogprobs,
   seededRandom,
   topLogprobs,
 } from './sampler.js';
@@ -201,6 +203,29 @@ describe('sampler', () => {
         if (nucleus < 1000) expect(count).toBeLessThan(4 * nucleus + 2000);
       }
     }
+  });
+
+  it('samples a row through reused buffers as it does through fresh arrays', () => {
+    // The engine's path: the log-softmax written into RowBuffers, the plain draw walking their
+    // weights rather than exponentiating every logprob again; rows of several lengths in turn.
+    const row = new RowBuffers();
+    let draws = 0;
+    for (let seed = 1; seed <= 16; seed++) {
+      const logits = randomRow(seed, seed % 2 ? 3000 : 500);
+      for (const temperature of [0.6, 1, 1.3]) {
+        const logp = logSoftmax(logits, temperature, row);
+        expect(logp).toEqual(logSoftmax(logits, temperature));
+        // Each weight is its probability times the total.
+        for (let i = 0; i < logp.length; i += 97)
+          expect(row.weights[i]).toBeCloseTo(Math.exp(logp[i]) * row.total, 9);
+        const params = { temperature, topP: 1, topK: 0 };
+        const a = seededRandom(seed);
+        const b = seededRandom(seed);
+        for (let i = 0; i < 100; i++, draws++)
+          expect(sampleLogprobs(logp, params, a, row)).toEqual(sample(logits, params, b));
+      }
+    }
+    expect(draws).toBe(16 * 3 * 100);
   });
 
   it('lists the same top logprobs as a full sort, ties in index order', () => {

@@ -45,17 +45,51 @@ export function scoringTemperature(temperature: number): number {
   return temperature > 0 ? temperature : 1;
 }
 
-/** log-softmax of `logits / temperature` at every index (temperature 0 → 1). */
-export function logSoftmax(logits: ArrayLike<number>, temperature = 1): Float64Array {
+/**
+ * Buffers a caller reuses for one row after another (an engine samples its rows one at a time),
+ * so that a row of Qwen3's 151,936 logits allocates nothing: `logp` holds the row's log-softmax
+ * and `weights` its unnormalised probabilities exp(logit/T − max), which `total` sums. With
+ * them a plain draw walks the weights instead of taking an exp of every logprob again.
+ */
+export class RowBuffers {
+  logp = new Float64Array(0);
+  weights = new Float64Array(0);
+  total = 0;
+
+  /** Views of `size` entries, the buffers grown when a row is longer than any before. */
+  views(size: number): { logp: Float64Array; weights: Float64Array } {
+    if (this.logp.length < size) {
+      this.logp = new Float64Array(size);
+      this.weights = new Float64Array(size);
+    }
+    return { logp: this.logp.subarray(0, size), weights: this.weights.subarray(0, size) };
+  }
+}
+
+/**
+ * log-softmax of `logits / temperature` at every index (temperature 0 → 1): a new array, or
+ * `into`'s buffer (which then also holds the row's weights and their total).
+ */
+export function logSoftmax(logits: ArrayLike<number>, temperature = 1, into?: RowBuffers): Float64Array {
   const t = scoringTemperature(temperature);
-  const out = new Float64Array(logits.length);
+  const views = into?.views(logits.length);
+  const out = views?.logp ?? new Float64Array(logits.length);
   let max = Number.NEGATIVE_INFINITY;
   for (let i = 0; i < logits.length; i++) {
     out[i] = logits[i] / t;
     if (out[i] > max) max = out[i];
   }
   let sum = 0;
-  for (let i = 0; i < out.length; i++) sum += Math.exp(out[i] - max);
+  if (views) {
+    const w = views.weights;
+    for (let i = 0; i < out.length; i++) {
+      w[i] = Math.exp(out[i] - max);
+      sum += w[i];
+    }
+    into!.total = sum;
+  } else {
+    for (let i = 0; i < out.length; i++) sum += Math.exp(out[i] - max);
+  }
   const logZ = max + Math.log(sum);
   for (let i = 0; i < out.length; i++) out[i] -= logZ;
   return out;
@@ -74,7 +108,13 @@ export function sample(logits: ArrayLike<number>, params: SamplingParams, random
  * `sample` from a row already passed through `logSoftmax(logits, params.temperature)`, so that
  * a caller who also wants the row (top_logprobs, the recorded logprob) computes it once.
  */
-export function sampleLogprobs(logp: Float64Array, params: SamplingParams, random: () => number): Sampled {
+export function sampleLogprobs(
+  logp: Float64Array,
+  params: SamplingParams,
+  random: () => number,
+  /** The buffers `logp` was computed into, if it was: a plain draw then walks their weights. */
+  row?: RowBuffers,
+): Sampled {
   if (params.temperature <= 0) {
     let best = 0;
     for (let i = 1; i < logp.length; i++) if (logp[i] > logp[best]) best = i;
@@ -82,6 +122,7 @@ export function sampleLogprobs(logp: Float64Array, params: SamplingParams, rando
   }
   if (params.topK <= 0 && params.topP >= 1) {
     // No truncation: draw straight from the distribution, no ordering needed.
+    if (row && row.logp.buffer === logp.buffer) return weightedDraw(logp, row, random);
     let r = random();
     for (let i = 0; i < logp.length; i++) {
       r -= Math.exp(logp[i]);
@@ -90,6 +131,22 @@ export function sampleLogprobs(logp: Float64Array, params: SamplingParams, rando
     return { tokenId: logp.length - 1, logprob: logp[logp.length - 1] };
   }
   return truncatedDraw(logp, params, random);
+}
+
+/**
+ * The plain draw over a row's weights: the first index where the running sum of weights
+ * reaches random() × their total, i.e. the walk above (the running sum of probabilities
+ * reaching random()) scaled by the total, without an exp per entry (at 151,936 entries those
+ * were a third of a token's sampling time).
+ */
+function weightedDraw(logp: Float64Array, row: RowBuffers, random: () => number): Sampled {
+  const w = row.weights;
+  let r = random() * row.total;
+  for (let i = 0; i < logp.length; i++) {
+    r -= w[i];
+    if (r <= 0) return { tokenId: i, logprob: logp[i] };
+  }
+  return { tokenId: logp.length - 1, logprob: logp[logp.length - 1] };
 }
 
 /**
