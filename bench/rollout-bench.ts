@@ -34,8 +34,10 @@ import { OnnxDecoder } from '../actors/rollout/onnx-decoder.js';
 import { RolloutModel } from '../actors/rollout/rollout-model.js';
 import {
   logSoftmax,
+  RowBuffers,
   type SamplingParams,
   sample,
+  sampleLogprobs,
   seededRandom,
   topLogprobs,
 } from '../actors/rollout/sampler.js';
@@ -359,6 +361,7 @@ async function samplingCost(): Promise<Record<string, unknown>> {
   const vocab = 151_936;
   const temperature = 0.6;
   const random = seededRandom(1);
+  const buffers = new RowBuffers();
   const result: Record<string, unknown> = { bench: 'rollout', set: 'sampling', vocab, temperature };
   let worstRatio = 0;
   for (const [kind, scale] of [
@@ -379,7 +382,22 @@ async function samplingCost(): Promise<Record<string, unknown>> {
       rows,
       {
         plain: (row) => sample(row, { temperature, topP: 1, topK: 0 }, random),
+        // What the engine runs: one row's buffers reused, the draw walking their weights.
+        plainRowBuffers: (row) =>
+          sampleLogprobs(
+            logSoftmax(row, temperature, buffers),
+            { temperature, topP: 1, topK: 0 },
+            random,
+            buffers,
+          ),
         topP: (row) => sample(row, { temperature, topP: 0.95, topK: 0 }, random),
+        topPRowBuffers: (row) =>
+          sampleLogprobs(
+            logSoftmax(row, temperature, buffers),
+            { temperature, topP: 0.95, topK: 0 },
+            random,
+            buffers,
+          ),
         topKTopP: (row) => sample(row, { temperature, topP: 0.95, topK: 20 }, random),
         topLogprobs5: (row) => topLogprobs(row, 5, temperature),
       },
@@ -398,11 +416,14 @@ async function samplingCost(): Promise<Record<string, unknown>> {
       logitStd: scale,
       nucleusTokensAtTopP095: rows.map(nucleus),
       plainMs: round(ms.plain, 3),
+      plainRowBuffersMs: round(ms.plainRowBuffers, 3),
       topP095Ms: round(ms.topP, 3),
+      topP095RowBuffersMs: round(ms.topPRowBuffers, 3),
       topK20TopP095Ms: round(ms.topKTopP, 3),
       topLogprobs5Ms: round(ms.topLogprobs5, 3),
       fullSortTopPMs: round(sortMs, 2),
       topPOverPlain: round(ratio, 2),
+      topPOverPlainRowBuffers: round(ms.topPRowBuffers / ms.plainRowBuffers, 2),
       speedupOverFullSort: round(sortMs / ms.topP, 1),
     };
   }

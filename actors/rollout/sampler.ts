@@ -221,8 +221,9 @@ export function nucleusCutoff(logp: Float64Array, topP: number): number {
   const buckets = BUCKETS_PER_NAT * HISTOGRAM_NATS;
   const counts = new Int32Array(buckets + 1);
   for (let i = 0; i < logp.length; i++) {
-    const b = Math.floor(-logp[i] * BUCKETS_PER_NAT);
-    counts[b < buckets ? (b > 0 ? b : 0) : buckets]++;
+    // floor(v) for 0 ≤ v < buckets is v | 0; ∞ (a −∞ logit) and NaN land in the last bucket.
+    const v = -logp[i] * BUCKETS_PER_NAT;
+    counts[v < buckets ? (v > 0 ? v | 0 : 0) : buckets]++;
   }
   // below[b]: an upper bound of the mass in buckets b… (the last one: everything under e^−64).
   const below = new Float64Array(buckets + 1);
