@@ -362,6 +362,9 @@ async function samplingCost(): Promise<Record<string, unknown>> {
   const temperature = 0.6;
   const random = seededRandom(1);
   const buffers = new RowBuffers();
+  // What the engine runs: one row's buffers reused (a plain draw walks their weights).
+  const engineSample = (row: Float32Array, topP: number) =>
+    sampleLogprobs(logSoftmax(row, temperature, buffers), { temperature, topP, topK: 0 }, random, buffers);
   const result: Record<string, unknown> = { bench: 'rollout', set: 'sampling', vocab, temperature };
   let worstRatio = 0;
   for (const [kind, scale] of [
@@ -382,22 +385,9 @@ async function samplingCost(): Promise<Record<string, unknown>> {
       rows,
       {
         plain: (row) => sample(row, { temperature, topP: 1, topK: 0 }, random),
-        // What the engine runs: one row's buffers reused, the draw walking their weights.
-        plainRowBuffers: (row) =>
-          sampleLogprobs(
-            logSoftmax(row, temperature, buffers),
-            { temperature, topP: 1, topK: 0 },
-            random,
-            buffers,
-          ),
+        plainRowBuffers: (row) => engineSample(row, 1),
         topP: (row) => sample(row, { temperature, topP: 0.95, topK: 0 }, random),
-        topPRowBuffers: (row) =>
-          sampleLogprobs(
-            logSoftmax(row, temperature, buffers),
-            { temperature, topP: 0.95, topK: 0 },
-            random,
-            buffers,
-          ),
+        topPRowBuffers: (row) => engineSample(row, 0.95),
         topKTopP: (row) => sample(row, { temperature, topP: 0.95, topK: 20 }, random),
         topLogprobs5: (row) => topLogprobs(row, 5, temperature),
       },

@@ -25,12 +25,17 @@ export function writeFileAtomicWith(file: string, write: (fd: number) => void): 
     rmSync(tmp, { force: true });
     throw err;
   }
+  fsyncDir(dir);
+}
+
+/** Makes a folder's entries (a rename into it) durable; a no-op where the filesystem refuses. */
+export function fsyncDir(dir: string): void {
   try {
-    const dirFd = openSync(dir, 'r');
+    const fd = openSync(dir, 'r');
     try {
-      fsyncSync(dirFd);
+      fsyncSync(fd);
     } finally {
-      closeSync(dirFd);
+      closeSync(fd);
     }
   } catch {
     // Some filesystems refuse fsync on a directory; the rename itself has already happened.

@@ -24,6 +24,7 @@ import {
   statSync,
 } from 'node:fs';
 import { join } from 'node:path';
+import { fsyncDir } from '../../common/atomic-file.js';
 import { writeAll } from '../../common/chunked-io.js';
 import { ConfigError, NotFoundError } from '../../common/errors.js';
 import {
@@ -106,19 +107,6 @@ function writeSynced(file: string, write: (fd: number) => void): void {
     ioError(file, 'cannot write', err);
   } finally {
     if (fd !== null) closeSync(fd);
-  }
-}
-
-function fsyncDir(dir: string): void {
-  try {
-    const fd = openSync(dir, 'r');
-    try {
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-  } catch {
-    // Some filesystems refuse fsync on a directory; the renames have still happened.
   }
 }
 
