@@ -10,11 +10,12 @@ import { readFileSync } from 'node:fs';
 import { register } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { CollectiveError } from '../actors/collective/errors.js';
-import { CollectiveGroup, type CollectiveGroupOptions } from '../actors/collective/group.js';
+import { CollectiveGroup } from '../actors/collective/group.js';
 import { reduceKernel } from '../actors/collective/reduce-kernel.js';
 import { type SharedMemory, sharedMemory } from '../actors/collective/shared-memory.js';
 import { planShmAllReduce, shmRegionFloats } from '../actors/collective/shm-allreduce.js';
 import { ConfigError } from '../common/errors.js';
+import { createGroups } from './helpers/collective-groups.js';
 
 /** Values whose float32 sum depends on the order of addition. */
 const value = (rank: number, i: number): number =>
@@ -113,25 +114,6 @@ const mappedRegions = (): number =>
     .split('\n')
     .filter((line) => line.includes('memfd:clawray-collective')).length;
 
-async function ring(
-  n: number,
-  options: (rank: number) => Partial<CollectiveGroupOptions> = () => ({}),
-): Promise<CollectiveGroup[]> {
-  const gs = await Promise.all(
-    Array.from({ length: n }, (_, rank) =>
-      CollectiveGroup.create({
-        rank,
-        worldSize: n,
-        groupName: 'shm-test',
-        token: 't',
-        timeoutMs: 5000,
-        ...options(rank),
-      }),
-    ),
-  );
-  return gs;
-}
-
 /** The host's shared memory, with `open` replaced (a rank that cannot map the region). */
 async function hostWithOpen(open: SharedMemory['open']): Promise<SharedMemory> {
   const host = await sharedMemory();
@@ -145,7 +127,7 @@ const connectAll = (gs: CollectiveGroup[]) =>
 describe('shared-memory groups', () => {
   it("'auto' on one host all-reduces through mapped memory: exact, many windows, then unmapped", async () => {
     const before = mappedRegions();
-    const gs = await ring(3, () => ({ shmWindowBytes: 256 }));
+    const gs = await createGroups(3, () => ({ shmWindowBytes: 256 }));
     for (const r of await connectAll(gs)) expect(r.status).toBe('fulfilled');
     expect(gs.map((g) => g.transport)).toEqual(['shm', 'shm', 'shm']);
     expect(gs[0]!.sharedMemoryUnavailable).toBeUndefined();
@@ -186,7 +168,7 @@ describe('shared-memory groups', () => {
     const cannotOpen = await hostWithOpen(() => {
       throw new Error('no such file');
     });
-    const fallback = await ring(3, (rank) => (rank === 2 ? { sharedMemory: cannotOpen } : {}));
+    const fallback = await createGroups(3, (rank) => (rank === 2 ? { sharedMemory: cannotOpen } : {}));
     for (const r of await connectAll(fallback)) expect(r.status).toBe('fulfilled');
     expect(fallback.map((g) => g.transport)).toEqual(['unix', 'unix', 'unix']);
     expect(fallback[2]!.sharedMemoryUnavailable).toMatch(
@@ -200,7 +182,7 @@ describe('shared-memory groups', () => {
     await Promise.all(fallback.map((g) => g.close()));
 
     // Rank 0 without shared memory at all (what a host without koffi reports).
-    const forced = await ring(2, (rank) => ({
+    const forced = await createGroups(2, (rank) => ({
       transport: 'shm',
       ...(rank === 0 ? { sharedMemory: 'the optional dependency koffi is not installed' } : {}),
     }));
@@ -218,7 +200,7 @@ describe('shared-memory groups', () => {
   it('a group closed while its all-reduce is between windows fails the others and touches no unmapped page', async () => {
     const before = mappedRegions();
     // 64-byte windows: a 200,000-float buffer takes 12,501 barriers, so the close lands mid-operation.
-    const gs = await ring(3, () => ({ shmWindowBytes: 64 }));
+    const gs = await createGroups(3, () => ({ shmWindowBytes: 64 }));
     for (const r of await connectAll(gs)) expect(r.status).toBe('fulfilled');
     const ops = gs.map((g, r) => g.allReduce(fill(r, 200_000)));
     await new Promise((resolve) => setTimeout(resolve, 20));
@@ -241,7 +223,7 @@ describe('shared-memory groups', () => {
       void gs[2]!.close();
       throw new Error('gone');
     });
-    gs = await ring(3, (rank) => (rank === 2 ? { sharedMemory: dies } : {}));
+    gs = await createGroups(3, (rank) => (rank === 2 ? { sharedMemory: dies } : {}));
     const outcomes = await connectAll(gs);
     for (const rank of [0, 1]) {
       expect(outcomes[rank]!.status).toBe('rejected');
@@ -252,7 +234,7 @@ describe('shared-memory groups', () => {
   });
 
   it("'shm' refuses ranks that are not all on this host, and bad windows, naming the field", async () => {
-    const gs = await ring(2, (rank) => ({ transport: rank === 0 ? 'tcp' : 'shm', timeoutMs: 500 }));
+    const gs = await createGroups(2, (rank) => ({ transport: rank === 0 ? 'tcp' : 'shm', timeoutMs: 500 }));
     const outcomes = await connectAll(gs);
     const err = (outcomes[1] as PromiseRejectedResult).reason;
     expect(err).toBeInstanceOf(ConfigError);

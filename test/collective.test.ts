@@ -2,10 +2,10 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCollectiveGroup } from '../actors/collective/driver.js';
 import { CollectiveError } from '../actors/collective/errors.js';
-import { CollectiveGroup } from '../actors/collective/group.js';
 import type { ActorHandle } from '../actors/runtime/actor-handle.js';
 import type { Cluster } from '../actors/runtime/cluster.js';
 import { ActorError } from '../common/errors.js';
+import { createGroups } from './helpers/collective-groups.js';
 import { fixture, TestCluster, within } from './helpers/processes.js';
 
 const module = fixture('collective-rank.mjs');
@@ -35,24 +35,8 @@ interface Summary {
 }
 
 describe('collective groups in one process', () => {
-  async function groups(n: number, options: { token?: (r: number) => string; subChunkBytes?: number } = {}) {
-    const gs = await Promise.all(
-      Array.from({ length: n }, (_, rank) =>
-        CollectiveGroup.create({
-          rank,
-          worldSize: n,
-          groupName: 'local',
-          token: options.token?.(rank) ?? 't0k3n',
-          timeoutMs: 3000,
-          subChunkBytes: options.subChunkBytes,
-        }),
-      ),
-    );
-    return gs;
-  }
-
   it('all-reduces with many pipelined sub-chunks and odd sizes, bit-identical', async () => {
-    const gs = await groups(3, { subChunkBytes: 64 });
+    const gs = await createGroups(3, () => ({ subChunkBytes: 64, timeoutMs: 3000 }));
     await Promise.all(gs.map((g) => g.connect(gs.map((x) => x.address))));
     for (const size of [1, 2, 3, 7, 1001, 4099]) {
       for (const op of ['sum', 'mean'] as const) {
@@ -84,7 +68,7 @@ describe('collective groups in one process', () => {
   });
 
   it('refuses a peer with the wrong token', async () => {
-    const gs = await groups(2, { token: (r) => (r === 0 ? 'right' : 'wrong') });
+    const gs = await createGroups(2, (r) => ({ token: r === 0 ? 'right' : 'wrong', timeoutMs: 3000 }));
     const results = await Promise.allSettled(gs.map((g) => g.connect(gs.map((x) => x.address))));
     for (const r of results) {
       expect(r.status).toBe('rejected');

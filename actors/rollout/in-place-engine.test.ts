@@ -268,6 +268,21 @@ describe.each(IN_PLACE_KINDS)('engine on a %s decoder: aborts and weight swaps',
         await swap;
         expect(result.weightVersion).toBe(swapMode === 'finish' ? 1 : 2);
         expect(result.tokenIds).toHaveLength(30);
+        if (swapMode === 'requeue') {
+          // Restarted in the buffer its first attempt wrote (kept, zeroed): what a fresh engine
+          // on the new weights generates.
+          const g = exportDecoderExternal(config, randomWeights(d, 9), { attention: kind });
+          const fresh = new GenerationEngine(
+            await OnnxDecoder.load({ graph: g.graph, data: g.data }, layout, 'cpu'),
+            {
+              eosTokenIds: [],
+              maxContext: 1024,
+            },
+          );
+          const want = await fresh.generate({ promptTokenIds: tokens(6, 2), maxTokens: 30, temperature: 0 });
+          await fresh.close();
+          expect(result.tokenIds).toEqual(want.tokenIds);
+        }
         const after = await engine.generate({ promptTokenIds: tokens(6, 2), maxTokens: 4, temperature: 0 });
         expect(after.weightVersion).toBe(2);
       } finally {

@@ -275,21 +275,31 @@ export class GenerationEngine {
     );
   }
 
-  /**
-   * Whether `seq` may join `members` now without the estimate passing the budget. The cache
-   * buffer an earlier, bigger batch left behind counts too: when it and the prefill would pass
-   * the budget, the part the rows do not need is let go first.
-   */
+  /** Whether `seq` may join `members` now without the estimate passing the budget. */
   private fitsBeside(seq: Sequence, members: readonly Sequence[]): boolean {
+    if (members.length === 0) return true;
     const shape = this.shape;
     const lengths = [...members.map((m) => m.finalLength), seq.finalLength];
-    const prefill = prefillBytes(shape, seq.request.promptTokenIds.length, this.prefillChunk);
-    const batch = batchBytes(shape, lengths);
-    // Alone, a request was checked when it arrived (and is refused there if it cannot fit).
-    if (members.length > 0 && batch + prefill > this.memoryBudget) return false;
+    const prompt = seq.request.promptTokenIds.length;
+    return batchBytes(shape, lengths) + prefillBytes(shape, prompt, this.prefillChunk) <= this.memoryBudget;
+  }
+
+  /**
+   * The cache buffer an earlier, bigger batch left behind counts against the budget too: when
+   * it and the prefill of `taken` would pass it, the part the rows do not need is let go first.
+   */
+  private makeRoomFor(taken: readonly Sequence[]): void {
     const held = this.slots.heldBytes;
+    if (held === 0) return;
+    const shape = this.shape;
+    const batch = batchBytes(
+      shape,
+      [...this.members, ...taken].map((m) => m.finalLength),
+    );
+    const prefill = Math.max(
+      ...taken.map((m) => prefillBytes(shape, m.request.promptTokenIds.length, this.prefillChunk)),
+    );
     if (held > batch && held + prefill > this.memoryBudget) this.slots.fit();
-    return true;
   }
 
   get weightVersion(): number {
@@ -908,6 +918,7 @@ export class GenerationEngine {
       const group = this.shortPromptGroup(this.members.length);
       const taken = group.length > 1 ? group : [this.queue[0]];
       this.queue.splice(0, taken.length);
+      this.makeRoomFor(taken);
       const longest = Math.max(0, ...this.slots.lens.map((l) => l + 1));
       const prompts = Math.max(...taken.map((m) => m.request.promptTokenIds.length));
       this.slots.reserve(this.members.length + taken.length, Math.max(longest, prompts));
