@@ -5,7 +5,13 @@ import type { Command } from 'commander';
 import { Cluster } from '../actors/runtime/cluster.js';
 import { requireClientToken } from '../common/auth.js';
 import { ConfigError } from '../common/errors.js';
-import { DEFAULT_STOP_GRACE_MS, SUPERVISOR_NAMESPACE, supervisorName } from '../common/job-names.js';
+import {
+  checkEntrypoint,
+  checkSubmissionId,
+  DEFAULT_STOP_GRACE_MS,
+  SUPERVISOR_NAMESPACE,
+  supervisorName,
+} from '../common/job-names.js';
 import { findLocalHead, staleHeadMessage } from '../common/local-head.js';
 import { silentLogger } from '../common/logger.js';
 import { loadManifest } from '../jobs/manifest/load.js';
@@ -282,7 +288,11 @@ export function registerJobCommands(program: Command): void {
         int('--working-dir-limit-mb'),
         DEFAULT_MAX_PACKAGE_BYTES / (1024 * 1024),
       )
-      .option('--submission-id <id>', 'the job id (default: a generated job-…)')
+      .option(
+        '--submission-id <id>',
+        "the job id: letters, digits, '.', '_' or '-', at most 128 (default: a generated job-…)",
+        (id: string) => checkSubmissionId(id, '--submission-id'),
+      )
       .option('--metadata-json <json>', 'metadata to record with the job')
       .option('--no-wait', 'return once the job is submitted')
       .option(
@@ -320,7 +330,7 @@ export function registerJobCommands(program: Command): void {
       throw new ConfigError(
         `${opts.set.length > 0 ? '--set' : opts.resumeFrom ? '--resume-from' : '--resume'} applies to an RLJob manifest (clawray job submit job.yaml), not to an entrypoint command`,
       );
-    }
+    } else checkEntrypoint(entrypoint.join(' ')); // the head refuses it too; here before any cluster starts
     const c = await connectTo(opts, true);
     let code = 0;
     try {

@@ -15,7 +15,7 @@ import { writeFileAtomic } from '../common/atomic-file.js';
 import { ClawrayError, ConfigError } from '../common/errors.js';
 import { clawrayHome } from '../common/home.js';
 import { newId } from '../common/ids.js';
-import { EXIT_RESTART } from '../common/job-names.js';
+import { checkSubmissionId, EXIT_RESTART } from '../common/job-names.js';
 import { createLogger, silentLogger } from '../common/logger.js';
 import { serveMetrics } from '../common/metrics-server.js';
 import { jobStreamName } from '../common/redis-keys.js';
@@ -77,7 +77,10 @@ async function runRljob(file: string, flags: RunFlags): Promise<number> {
   const set = resume !== undefined ? [...flags.set, 'spec.checkpoint.resume=true'] : flags.set;
   const manifest = await loadManifest(file, { set }).catch((err) => exitOnError(err));
   const log = (line: string) => process.stdout.write(`${stamp()} ${line}\n`);
-  const submissionId = process.env.CLAWRAY_JOB_ID || `${manifest.metadata.name}-${newId('job').slice(-8)}`;
+  // The id names the run's checkpoint folder: a hand-set CLAWRAY_JOB_ID of `..` must not climb.
+  const submissionId = process.env.CLAWRAY_JOB_ID
+    ? checkSubmissionId(process.env.CLAWRAY_JOB_ID, 'CLAWRAY_JOB_ID')
+    : `${manifest.metadata.name}-${newId('job').slice(-8)}`;
   const attempt = Number(process.env.CLAWRAY_JOB_ATTEMPT) || 1;
   if (attempt > 1) log(`driver attempt ${attempt} of submission ${submissionId}`);
   // An embedded cluster (no address anywhere) logs only when asked to, as `job submit`'s does.

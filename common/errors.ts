@@ -58,6 +58,12 @@ export class ConfigError extends ClawrayError {}
 /** The cluster token is missing or wrong. Terminal until the token is fixed. */
 export class AuthError extends ClawrayError {}
 
+/**
+ * The caller has the cluster token but the request is not its to make: it names something
+ * that belongs to another job or session (another job's stored log). Terminal.
+ */
+export class PermissionDeniedError extends ClawrayError {}
+
 /** Nothing by that id or name exists. */
 export class NotFoundError extends ClawrayError {}
 
@@ -126,6 +132,7 @@ for (const cls of [
   ClawrayError,
   ConfigError,
   AuthError,
+  PermissionDeniedError,
   NotFoundError,
   AlreadyExistsError,
   InfeasibleError,

@@ -14,6 +14,7 @@ import {
   InternalError,
   NotFoundError,
   PendingCallsLimitExceededError,
+  PermissionDeniedError,
   SchedulingTimeoutError,
   UnavailableError,
 } from './errors.js';
@@ -26,6 +27,7 @@ const cases: Array<[string, () => Error, status]> = [
     status.INVALID_ARGUMENT,
   ],
   ['AuthError', () => new AuthError('wrong token'), status.UNAUTHENTICATED],
+  ['PermissionDeniedError', () => new PermissionDeniedError('not yours'), status.PERMISSION_DENIED],
   ['NotFoundError', () => new NotFoundError('no actor', { fields: { actorId: 'a1' } }), status.NOT_FOUND],
   ['AlreadyExistsError', () => new AlreadyExistsError('taken'), status.ALREADY_EXISTS],
   ['InfeasibleError', () => new InfeasibleError('no node has 9 GPUs'), status.FAILED_PRECONDITION],

@@ -18,6 +18,7 @@ import {
   InternalError,
   NotFoundError,
   PendingCallsLimitExceededError,
+  PermissionDeniedError,
   SchedulingTimeoutError,
   toErrorInfo,
   UnavailableError,
@@ -28,6 +29,7 @@ const ERROR_TRAILER = 'clawray-error-bin';
 function statusCodeOf(err: unknown): grpc.status {
   if (err instanceof ConfigError) return grpc.status.INVALID_ARGUMENT;
   if (err instanceof AuthError) return grpc.status.UNAUTHENTICATED;
+  if (err instanceof PermissionDeniedError) return grpc.status.PERMISSION_DENIED;
   if (err instanceof NotFoundError) return grpc.status.NOT_FOUND;
   if (err instanceof AlreadyExistsError) return grpc.status.ALREADY_EXISTS;
   if (err instanceof InfeasibleError) return grpc.status.FAILED_PRECONDITION;
@@ -102,6 +104,8 @@ export function fromWireStatus(
       return new UnavailableError(`${target} is unavailable: ${status.details}`, options);
     case grpc.status.UNAUTHENTICATED:
       return new AuthError(status.details || 'unauthenticated', options);
+    case grpc.status.PERMISSION_DENIED:
+      return new PermissionDeniedError(status.details || 'permission denied', options);
     default:
       return new InternalError(`${target} failed: ${status.details}`, options);
   }

@@ -10,14 +10,15 @@ import type * as grpc from '@grpc/grpc-js';
 import { Registry } from 'prom-client';
 import { parseWith } from '../actors/runtime/actor-options.js';
 import { resourcesToWire } from '../actors/runtime/views.js';
-import { ensureHeadToken, unauthenticated } from '../common/auth.js';
+import { checkActorClassName, checkActorModule } from '../common/actor-class.js';
+import { ensureHeadToken } from '../common/auth.js';
 import { ConfigError } from '../common/errors.js';
 import {
   bindServer,
   createServer,
   formatAddress,
-  isAuthorized,
   type ServerGuard,
+  serverStream,
   shutdownServer,
   unary,
 } from '../common/grpc-server.js';
@@ -26,8 +27,8 @@ import { removeLocalHead, writeLocalHead } from '../common/local-head.js';
 import { createLogger, type Logger } from '../common/logger.js';
 import { addProcessMetrics, rpcDurationHistogram } from '../common/metrics.js';
 import { type MetricsEndpoint, serveMetrics } from '../common/metrics-server.js';
+import { isPathId, PATH_ID_RULE } from '../common/path-ids.js';
 import { emptyResources } from '../common/resources.js';
-import { toServiceError } from '../common/wire-status.js';
 import { protos } from '../proto/loader.js';
 import type * as m from '../proto/messages.js';
 import { ActorDirectory } from './actor-directory.js';
@@ -271,7 +272,7 @@ export class HeadServer {
         return {};
       }),
       CreateActor: h('CreateActor', async (req: m.CreateActorRequest__Output) =>
-        actorInfo(await this.actors.create(req.spec!)),
+        actorInfo(await this.actors.create(checkActorSpec(req.spec))),
       ),
       GetActor: h('GetActor', async (req: m.GetActorRequest__Output) =>
         actorInfo(
@@ -315,17 +316,14 @@ export class HeadServer {
         planPlacementGroups(this.scheduler, req),
       ),
       GetClusterStatus: h('GetClusterStatus', async (): Promise<m.ClusterStatus> => this.status()),
-      OpenOwnerSession: (call: grpc.ServerWritableStream<m.OwnerSessionRequest__Output, m.OwnerEvent>) => {
-        if (!isAuthorized(guard, call.metadata)) {
-          call.destroy(toServiceError(unauthenticated(guard.serverName())) as Error);
-          return;
-        }
-        if (!call.request.ownerId) {
-          call.destroy(toServiceError(new ConfigError('an owner session needs an owner_id')) as Error);
-          return;
-        }
-        this.owners.attach(call.request, call);
-      },
+      OpenOwnerSession: serverStream(
+        guard,
+        'OpenOwnerSession',
+        (call: grpc.ServerWritableStream<m.OwnerSessionRequest__Output, m.OwnerEvent>) => {
+          if (!call.request.ownerId) throw new ConfigError('an owner session needs an owner_id');
+          this.owners.attach(call.request, call);
+        },
+      ),
       CloseOwnerSession: h('CloseOwnerSession', async (req: m.OwnerSessionRequest__Output) => {
         const released = await this.owners.close(req.ownerId);
         return { killedActors: released.actors, removedPlacementGroups: released.groups };
@@ -379,4 +377,26 @@ export class HeadServer {
     this.nodeClients.close();
     await this.store.close();
   }
+}
+
+/**
+ * A CreateActor request as the head takes it: a spec with an id, an importable module and an
+ * export name (a client that is not the SDK may send anything, or no spec at all).
+ */
+function checkActorSpec(spec: m.ActorSpec__Output | null): m.ActorSpec__Output {
+  if (!spec) {
+    throw new ConfigError(
+      "CreateActor needs a spec (the actor's module, className, args and options); the request has none",
+      { fields: { field: 'spec' } },
+    );
+  }
+  if (!isPathId(spec.actorId)) {
+    throw new ConfigError(
+      `invalid actor_id ${JSON.stringify(spec.actorId.slice(0, 200))}: use ${PATH_ID_RULE} (the SDK makes one, actor_…)`,
+      { fields: { field: 'actorId' } },
+    );
+  }
+  checkActorModule(spec.module);
+  checkActorClassName(spec.className);
+  return spec;
 }

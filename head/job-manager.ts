@@ -13,12 +13,15 @@
  * that exits with a code is never restarted.
  */
 
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 import { Cluster } from '../actors/runtime/cluster.js';
 import { encodeArgs } from '../actors/runtime/codec.js';
-import { AlreadyExistsError, ConfigError, NotFoundError } from '../common/errors.js';
+import { AlreadyExistsError, ConfigError, NotFoundError, PermissionDeniedError } from '../common/errors.js';
 import { newId } from '../common/ids.js';
 import {
+  checkEntrypoint,
+  checkSubmissionId,
   DEFAULT_STOP_GRACE_MS,
   type DriverStore,
   MAX_JOB_RETRIES,
@@ -30,6 +33,7 @@ import {
 } from '../common/job-names.js';
 import type { Logger } from '../common/logger.js';
 import { distEntry } from '../common/package-root.js';
+import { checkPackageHash } from '../jobs/package/working-dir.js';
 import type { JobInfo } from '../proto/generated/clawray/v1/JobInfo.js';
 import type { JobLogChunk } from '../proto/generated/clawray/v1/JobLogChunk.js';
 import type { ReportJobInfoRequest__Output } from '../proto/generated/clawray/v1/ReportJobInfoRequest.js';
@@ -72,14 +76,17 @@ export interface JobRecord {
   stopRequested?: boolean;
   /** What the job's process reported about itself (ReportJobInfo). */
   info?: Record<string, string>;
+  /**
+   * sha256 (hex) of the current attempt's supervisor key (SupervisorConfig.supervisorKey): the
+   * head keeps only the hash. Absent in records of older heads (their supervisors send none).
+   */
+  supervisorKeySha256?: string;
 }
 
 /** Bounds of a job's reported info: it is shown by `job status` and kept in the store. */
 export const MAX_JOB_INFO_KEYS = 32;
 export const MAX_JOB_INFO_VALUE_CHARS = 1024;
 const INFO_KEY = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/;
-
-const SUBMISSION_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
 export function jobInfo(r: JobRecord): JobInfo {
   return {
@@ -165,14 +172,14 @@ export class JobManager {
   }
 
   async submit(req: SubmitJobRequest__Output): Promise<JobRecord> {
-    const submissionId = req.submissionId || newId('job').replace('_', '-');
-    if (!SUBMISSION_ID.test(submissionId)) {
-      throw new ConfigError(
-        `invalid submission id ${JSON.stringify(submissionId)}: use 1-128 letters, digits, '-', '_' or '.'`,
-        { fields: { submissionId } },
-      );
-    }
-    if (!req.entrypoint.trim()) throw new ConfigError('a job needs an entrypoint command');
+    // The id names the job's log file and its RL checkpoint folder: never `..` or `a/b`.
+    const submissionId = checkSubmissionId(
+      req.submissionId || newId('job').replace('_', '-'),
+      'submission_id',
+    );
+    // Refused here rather than by the OS (E2BIG) once the supervisor starts it.
+    checkEntrypoint(req.entrypoint);
+    if (req.workingDirHash) checkPackageHash(req.workingDirHash, 'working_dir_hash');
     if (!Number.isInteger(req.maxRetries) || req.maxRetries < 0 || req.maxRetries > MAX_JOB_RETRIES) {
       throw new ConfigError(
         `max_retries must be a whole number from 0 to ${MAX_JOB_RETRIES}, got ${req.maxRetries}`,
@@ -208,9 +215,10 @@ export class JobManager {
       maxRetries: req.maxRetries,
       stopGraceMs: req.stopGraceMs || DEFAULT_STOP_GRACE_MS,
     };
+    const key = newSupervisorKey(record);
     this.jobs.set(submissionId, record);
     await this.save(record);
-    this.startSupervisor(record);
+    this.startSupervisor(record, key);
     return record;
   }
 
@@ -364,10 +372,29 @@ export class JobManager {
     await this.d.store.delete('jobs', submissionId);
   }
 
-  /** The supervisor's copy of the job's log, kept for when the supervisor is gone. */
+  /**
+   * The supervisor's copy of the job's log, kept for when the supervisor is gone.
+   *
+   * Who may store it: only the job's current supervisor. Every caller holds the one cluster
+   * token (a job's own entrypoint too), so the token says nothing about which job a caller
+   * speaks for; instead the head makes a secret per attempt, hands it to that attempt's
+   * supervisor in its constructor argument (never to the entrypoint, never in a reply) and
+   * keeps its hash. A request without it is refused with PermissionDeniedError, so one job
+   * (or any client) cannot overwrite another job's log. A replaced attempt's request changes
+   * nothing, as before. Records of an older head carry no hash: their supervisors send no key,
+   * and only the attempt rule applies.
+   */
   async storeLog(req: StoreJobLogRequest__Output): Promise<void> {
     const r = this.get(req.submissionId);
     if (req.attempt && req.attempt < (r.attempt ?? 1)) return;
+    if (r.supervisorKeySha256 && !keyMatches(req.supervisorKey, r.supervisorKeySha256)) {
+      throw new PermissionDeniedError(
+        `the log of job '${r.submissionId}' is stored only by its own supervisor (attempt ${r.attempt ?? 1}), ` +
+          "and this request does not carry that supervisor's key: a job's output is what its entrypoint " +
+          'writes to stdout and stderr, read with clawray job logs',
+        { fields: { submissionId: r.submissionId, attempt: r.attempt ?? 1 } },
+      );
+    }
     if (req.data.length > MAX_STORED_LOG_BYTES) {
       throw new ConfigError(
         `a stored job log is at most ${MAX_STORED_LOG_BYTES} bytes (its tail), got ${req.data.length}`,
@@ -439,13 +466,15 @@ export class JobManager {
     r.message = `restarting the entrypoint (attempt ${r.attempt} of ${(r.maxRetries ?? 0) + 1}) after: ${reason}`;
     r.pid = undefined;
     r.nodeId = undefined;
+    // A new key: the replaced supervisor (if it still runs) can no longer store the log.
+    const key = newSupervisorKey(r);
     await this.save(r);
     this.d.logger.warn({ submissionId: r.submissionId, attempt: r.attempt, reason }, 'restarting the job');
     await this.release(r.submissionId);
-    this.startSupervisor(r, reason);
+    this.startSupervisor(r, key, reason);
   }
 
-  private startSupervisor(r: JobRecord, restartReason?: string): void {
+  private startSupervisor(r: JobRecord, supervisorKey: string, restartReason?: string): void {
     const config: SupervisorConfig = {
       submissionId: r.submissionId,
       entrypoint: r.entrypoint,
@@ -454,6 +483,7 @@ export class JobManager {
       stopGraceMs: r.stopGraceMs ?? DEFAULT_STOP_GRACE_MS,
       restartReason,
       store: this.d.driverStore,
+      supervisorKey,
     };
     const actorId = r.supervisorActorId;
     // Placement may wait for a busy cluster; the job stays PENDING meanwhile. A supervisor
@@ -506,6 +536,21 @@ export class JobManager {
   private save(r: JobRecord): Promise<void> {
     return this.d.store.put('jobs', r.submissionId, r);
   }
+}
+
+/** A new secret for the record's current attempt: returns it and keeps only its hash. */
+function newSupervisorKey(record: JobRecord): string {
+  const key = randomBytes(24).toString('base64url');
+  record.supervisorKeySha256 = sha256Hex(key);
+  return key;
+}
+
+const sha256Hex = (text: string): string => createHash('sha256').update(text).digest('hex');
+
+function keyMatches(key: string, expectedSha256: string): boolean {
+  const expected = Buffer.from(expectedSha256, 'hex');
+  const given = Buffer.from(sha256Hex(key), 'hex');
+  return key !== '' && given.length === expected.length && timingSafeEqual(given, expected);
 }
 
 function supervisorSpec(record: JobRecord, config: SupervisorConfig): m.ActorSpec__Output {

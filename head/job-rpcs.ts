@@ -2,12 +2,12 @@
  * The HeadService methods for jobs, finished jobs' logs and working-dir packages. Packages
  * live in the cluster store so a supervisor on any node (and a head restarted on Redis) can
  * fetch them; they are split into ≤ 1 MiB records because a store value is one JSON string.
+ * An upload is stored only once its bytes are checked to be the package its hash names.
  */
 import type * as grpc from '@grpc/grpc-js';
-import { unauthenticated } from '../common/auth.js';
 import { ConfigError, NotFoundError } from '../common/errors.js';
-import { isAuthorized, type ServerGuard, unary } from '../common/grpc-server.js';
-import { toServiceError } from '../common/wire-status.js';
+import { clientStream, type ServerGuard, serverStream, unary } from '../common/grpc-server.js';
+import { checkPackageHash, verifyPackage } from '../jobs/package/working-dir.js';
 import type { GetJobLogsRequest__Output } from '../proto/generated/clawray/v1/GetJobLogsRequest.js';
 import type { JobRef__Output } from '../proto/generated/clawray/v1/JobRef.js';
 import type { PackageChunk, PackageChunk__Output } from '../proto/generated/clawray/v1/PackageChunk.js';
@@ -29,12 +29,8 @@ interface PackageManifest {
   createdAtMs: number;
 }
 
-const HASH = /^[A-Za-z0-9._:-]{8,200}$/;
-
-function checkHash(hash: string): string {
-  if (!HASH.test(hash)) throw new ConfigError(`invalid package hash ${JSON.stringify(hash)}`);
-  return hash;
-}
+/** A package's key in the store: its content hash, which never holds `/` (job logs' keys do). */
+const checkHash = (hash: string): string => checkPackageHash(hash);
 
 export function jobHandlers(
   guard: ServerGuard,
@@ -65,40 +61,20 @@ export function jobHandlers(
     HasPackage: h('HasPackage', async (req: PackageRef__Output) => ({
       exists: Boolean(await store.get('packages', checkHash(req.hash))),
     })),
-    UploadPackage: (
-      call: grpc.ServerReadableStream<PackageChunk__Output, PackageRef>,
-      callback: grpc.sendUnaryData<PackageRef>,
-    ) => {
-      if (!isAuthorized(guard, call.metadata)) {
-        callback(toServiceError(unauthenticated(guard.serverName())));
-        return;
-      }
-      receivePackage(call, store).then(
-        (ref) => callback(null, ref),
-        (err: unknown) => callback(toServiceError(err)),
-      );
-    },
-    DownloadPackage: (call: grpc.ServerWritableStream<PackageRef__Output, PackageChunk>) => {
-      if (!isAuthorized(guard, call.metadata)) {
-        failStream(call, unauthenticated(guard.serverName()));
-        return;
-      }
-      sendPackage(call, store).then(
-        () => call.end(),
-        (err: unknown) => failStream(call, err),
-      );
-    },
+    UploadPackage: clientStream(
+      guard,
+      'UploadPackage',
+      (call: grpc.ServerReadableStream<PackageChunk__Output, PackageRef>) => receivePackage(call, store),
+    ),
+    DownloadPackage: serverStream(
+      guard,
+      'DownloadPackage',
+      async (call: grpc.ServerWritableStream<PackageRef__Output, PackageChunk>) => {
+        await sendPackage(call, store);
+        call.end();
+      },
+    ),
   };
-}
-
-/**
- * Ends a server stream with `err` as its status. grpc-js sends the status of a writable server
- * stream from its `error` event; `destroy(err)` tears the stream down without ever sending one,
- * which left clients waiting for good.
- */
-function failStream(call: grpc.ServerWritableStream<PackageRef__Output, PackageChunk>, err: unknown): void {
-  if (call.cancelled || call.destroyed || call.writableEnded) return;
-  call.emit('error', toServiceError(err));
 }
 
 async function receivePackage(
@@ -122,6 +98,9 @@ async function receivePackage(
   }
   if (!hash) throw new ConfigError('an upload sent no chunks');
   if (await store.get('packages', hash)) return { hash };
+  // Only what unpacking would accept under this hash is stored: a package that does not match
+  // its name is refused now (PackageHashMismatchError), not by every job that unpacks it.
+  await verifyPackage(hash, chunks);
   const manifest: PackageManifest = { sizeBytes: total, chunks: chunks.length, createdAtMs: Date.now() };
   // Chunks before the manifest, in one atomic write: a reader that sees the manifest finds
   // every chunk.

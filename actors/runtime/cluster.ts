@@ -8,6 +8,7 @@ import type http2 from 'node:http2';
 import { isAbsolute, resolve as resolvePath } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
+import { checkActorClassName, checkActorModule } from '../../common/actor-class.js';
 import { requireClientToken } from '../../common/auth.js';
 import { fromErrorInfo } from '../../common/errors.js';
 import { newId } from '../../common/ids.js';
@@ -210,8 +211,9 @@ export class Cluster implements ConnectionHost, HandleRuntime {
       typeof o.placementGroup === 'string' ? o.placementGroup : (o.placementGroup?.id ?? '');
     const spec: m.ActorSpec = {
       actorId: newId('actor'),
-      module: moduleSpecifier(request.module),
-      className: request.className ?? 'default',
+      // The head checks these too (common/actor-class.ts); refused here, nothing is sent.
+      module: checkActorModule(moduleSpecifier(request.module)),
+      className: checkActorClassName(request.className ?? 'default'),
       args: encodeArgs(request.args ?? []),
       jobId: this.jobId,
       ...this.owner(),

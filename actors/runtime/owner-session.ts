@@ -15,8 +15,12 @@ import type * as m from '../../proto/messages.js';
 import { Deframer, framed, GRPC_CONTENT_TYPE, headerValue } from './grpc-framing.js';
 import type { HeadClient } from './head-client.js';
 
-/** gRPC's UNIMPLEMENTED: a head older than owner sessions (nothing is owned there). */
-const UNIMPLEMENTED = 12;
+/**
+ * Statuses after which reopening cannot help: UNIMPLEMENTED (a head older than owner sessions,
+ * nothing is owned there), INVALID_ARGUMENT and UNAUTHENTICATED (a wrong token: every other call
+ * of this client fails with it too, which is where the user sees it).
+ */
+const FINAL_STATUSES = new Set([12, 3, 16]);
 /** How long close() waits for the head to release what the owner holds. */
 const CLOSE_DEADLINE_MS = 10_000;
 const PATH = '/clawray.v1.HeadService/OpenOwnerSession';
@@ -86,7 +90,7 @@ export class OwnerSession {
     const backoff = new Backoff({ initialMs: 50, maxMs: HEAD_RECONNECT_MAX_MS });
     while (!this.closed) {
       const code = await this.runOnce(() => backoff.reset());
-      if (code === UNIMPLEMENTED || this.closed) return;
+      if (FINAL_STATUSES.has(code) || this.closed) return;
       await sleep(backoff.next(), this.stopSleeping.signal).catch(() => {});
     }
   }

@@ -316,6 +316,49 @@ export function formatBytes(n: number): string {
 }
 
 const HASH_RE = /^[0-9a-f]{64}$/;
+
+/** A package's bytes do not hash to the name they came under (INVALID_ARGUMENT on the wire). */
+export class PackageHashMismatchError extends ConfigError {}
+registerErrorClass(PackageHashMismatchError);
+
+/**
+ * Returns `hash` when it is a package name (64 lowercase hex digits, a sha256): it becomes the
+ * folder a package is unpacked into, so nothing else may. `field` names it in the refusal.
+ */
+export function checkPackageHash(hash: string, field = 'package hash'): string {
+  if (!HASH_RE.test(hash)) {
+    const shown = JSON.stringify(hash.length > 100 ? `${hash.slice(0, 100)}…` : hash);
+    throw new ConfigError(
+      `invalid ${field} ${shown}: it is not a sha256 (64 lowercase hex digits), which is what names a working-directory package (the hash of its content, as packing makes it)`,
+      { fields: { field, hash: hash.slice(0, 100) } },
+    );
+  }
+  return hash;
+}
+
+/**
+ * Checks, without writing anything, that `chunks` (a `.tar.gz`, in pieces) is a package
+ * `unpackWorkingDir` would accept under `hash`: every entry safe, at most `maxUnpackedBytes`
+ * unpacked, and its content hashing to `hash`. The head runs it on an upload before storing
+ * it, so a package that does not match its name is refused then, not by the job at unpack.
+ */
+export async function verifyPackage(
+  hash: string,
+  chunks: readonly Uint8Array[],
+  options: UnpackOptions = {},
+): Promise<void> {
+  checkPackageHash(hash);
+  const outcome = 'nothing was stored';
+  const actual = await walkArchive(
+    { hash, chunks },
+    options.maxUnpackedBytes ?? DEFAULT_MAX_UNPACKED_BYTES,
+    NOWHERE,
+    outcome,
+  );
+  if (actual !== hash)
+    throw mismatch(hash, actual, "it was damaged, or sent under another package's hash", outcome);
+}
+
 /** Temporary unpack directories older than this were left by a crash and are removed. */
 const STALE_TEMP_MS = 6 * 60 * 60 * 1000;
 const TEMP_PREFIX = '.unpack-';
@@ -332,14 +375,7 @@ export async function unpackWorkingDir(
   options: UnpackOptions = {},
 ): Promise<string> {
   // The hash becomes a path: only a real hash may, never `../x`.
-  if (!HASH_RE.test(packed.hash)) {
-    throw new ConfigError(
-      `working-directory package hash ${JSON.stringify(packed.hash)} is not a sha256 hex string`,
-      {
-        fields: { hash: packed.hash },
-      },
-    );
-  }
+  checkPackageHash(packed.hash, 'working-directory package hash');
   const root = resolve(cacheRoot);
   const target = join(root, packed.hash);
   if (await isDirectory(target)) return target;
@@ -366,8 +402,7 @@ async function unpackFresh(
   try {
     const actual = await extract(packed, temp, options.maxUnpackedBytes ?? DEFAULT_MAX_UNPACKED_BYTES);
     if (actual !== packed.hash) {
-      const detail = `its content hashes to ${actual}: it was altered or damaged on the way`;
-      throw refused(packed.hash, 'hash-mismatch', detail, { actualHash: actual });
+      throw mismatch(packed.hash, actual, 'it was altered or damaged on the way', UNPACKED);
     }
     await chmod(temp, 0o755);
     try {
@@ -385,6 +420,64 @@ async function unpackFresh(
   }
 }
 
+const UNPACKED = 'nothing was unpacked';
+
+function mismatch(hash: string, actual: string, why: string, outcome: string): PackageHashMismatchError {
+  return refused(
+    hash,
+    'hash-mismatch',
+    `its content hashes to ${actual}, not ${hash}: ${why}`,
+    { actualHash: actual },
+    undefined,
+    PackageHashMismatchError,
+    outcome,
+  ) as PackageHashMismatchError;
+}
+
+/**
+ * Where an archive's entries go as they are checked: folders, files and symlinks on the disk
+ * (unpacking), or nowhere (the head's check of an upload). A file's pieces must all be read.
+ */
+interface EntrySink {
+  dir(rel: string): Promise<void>;
+  symlink(rel: string, target: string): Promise<void>;
+  file(rel: string, exec: boolean, pieces: AsyncIterable<Buffer>): Promise<void>;
+}
+
+const NOWHERE: EntrySink = {
+  dir: async () => {},
+  symlink: async () => {},
+  file: async (_rel, _exec, pieces) => {
+    for await (const _ of pieces);
+  },
+};
+
+/** Writes under `dest`: never through a symlink or a file, never over anything. */
+function diskSink(dest: string): EntrySink {
+  return {
+    dir: (rel) => mkdir(join(dest, rel), { mode: 0o755 }).then(() => {}),
+    symlink: (rel, target) => symlink(target, join(dest, rel)),
+    async file(rel, exec, pieces) {
+      const mode = exec ? 0o755 : 0o644;
+      const fh = await open(
+        join(dest, rel),
+        constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+        mode,
+      );
+      try {
+        for await (const piece of pieces) {
+          let off = 0;
+          while (off < piece.length) off += (await fh.write(piece, off)).bytesWritten;
+        }
+        // A umask can only take bits away, and only the executable bit is promised.
+        if (exec) await fh.chmod(mode);
+      } finally {
+        await fh.close();
+      }
+    },
+  };
+}
+
 /**
  * Writes the archive's entries under `dest` (a fresh, empty directory) and returns the content
  * hash of what it wrote: every directory it made (named in the archive or not), the bytes and
@@ -396,11 +489,56 @@ async function extract(
   dest: string,
   maxBytes: number,
 ): Promise<string> {
+  const sink = diskSink(dest);
+  return walkArchive(
+    { hash: packed.hash, chunks: [packed.bytes] },
+    maxBytes,
+    sink,
+    UNPACKED,
+    async (links, unsafeLink) => {
+      // Belt and braces: what the lexical walk allowed must not resolve outside on the disk either.
+      const realDest = await realpath(dest);
+      for (const rel of links.paths()) {
+        let real: string | undefined;
+        try {
+          real = await realpath(join(dest, rel));
+        } catch {
+          // Dangling: nothing on the disk to resolve; the walk above kept it inside.
+        }
+        if (real !== undefined && !isInside(realDest, real)) {
+          throw unsafeLink(rel, links.target(rel) ?? '', 'resolves outside the package');
+        }
+      }
+    },
+  );
+}
+
+type UnsafeLink = (entry: string, linkTarget: string, why: string, chain?: string[]) => ConfigError;
+
+/**
+ * Reads the archive's entries into `sink`, refusing anything unpacking must not write (escaping
+ * paths and symlinks, an entry twice, a path through a file, more than `maxBytes` unpacked),
+ * and returns the content hash of the tree they make (`ContentHash`, as packing computes it).
+ * `outcome` ends every refusal (`nothing was unpacked`); `after` runs once every entry passed.
+ */
+async function walkArchive(
+  packed: { hash: string; chunks: readonly Uint8Array[] },
+  maxBytes: number,
+  sink: EntrySink,
+  outcome: string,
+  after?: (links: PackageLinks, unsafeLink: UnsafeLink) => Promise<void>,
+): Promise<string> {
+  const refuse = (
+    reason: string,
+    detail: string,
+    fields: ErrorFields = {},
+    cause?: unknown,
+    Kind: typeof ConfigError = ConfigError,
+  ) => refused(packed.hash, reason, detail, fields, cause, Kind, outcome);
   const unsafe = (entry: string, why: string) =>
-    refused(packed.hash, 'unsafe-entry', `entry ${JSON.stringify(entry)} ${why}`, { entry });
-  const unsafeLink = (entry: string, linkTarget: string, why: string, chain: string[] = []) =>
-    refused(
-      packed.hash,
+    refuse('unsafe-entry', `entry ${JSON.stringify(entry)} ${why}`, { entry });
+  const unsafeLink: UnsafeLink = (entry, linkTarget, why, chain = []) =>
+    refuse(
       'unsafe-symlink',
       `entry ${JSON.stringify(entry)} is a symlink that ${why} (its target: ${JSON.stringify(linkTarget)})`,
       { entry, linkTarget, chain: chain.length > 0 ? chain.join(', ') : undefined },
@@ -408,14 +546,15 @@ async function extract(
       UnsafeSymlinkError,
     );
   const gunzip = createGunzip({ chunkSize: READ_CHUNK });
-  gunzip.end(packed.bytes);
+  for (const chunk of packed.chunks) gunzip.write(chunk);
+  gunzip.end();
   // Counting the whole stream, headers included, also bounds a flood of empty entries.
   let expanded = 0;
   async function* bounded(): AsyncGenerator<Buffer> {
     for await (const chunk of gunzip as AsyncIterable<Buffer>) {
       expanded += chunk.length;
       if (expanded > maxBytes) {
-        throw refused(packed.hash, 'too-large', `it expands to more than ${formatBytes(maxBytes)}`, {
+        throw refuse('too-large', `it expands to more than ${formatBytes(maxBytes)}`, {
           maxUnpackedBytes: maxBytes,
         });
       }
@@ -428,14 +567,14 @@ async function extract(
   const links = new PackageLinks();
 
   const makeDir = async (rel: string) => {
-    await mkdir(join(dest, rel), { mode: 0o755 });
+    await sink.dir(rel);
     dirs.add(rel);
     hash.dir(rel);
   };
 
   try {
     for await (const e of readTar(bounded())) {
-      const rel = safeRelativePath(packed.hash, e.path, e.kind === 'dir');
+      const rel = safeRelativePath(e.path, e.kind === 'dir', refuse);
       if (rel === '') continue;
       if (leaves.has(rel) || (dirs.has(rel) && e.kind !== 'dir')) throw unsafe(e.path, 'appears twice');
       const parts = rel.split('/');
@@ -444,7 +583,6 @@ async function extract(
         if (leaves.has(parent)) throw unsafe(e.path, `would be written through ${parent}`);
         if (!dirs.has(parent)) await makeDir(parent);
       }
-      const full = join(dest, rel);
       if (e.kind === 'dir') {
         if (!dirs.has(rel)) await makeDir(rel);
       } else if (e.kind === 'symlink') {
@@ -459,30 +597,14 @@ async function extract(
         ) {
           throw unsafeLink(e.path, link, 'points outside the package');
         }
-        await symlink(link, full);
+        await sink.symlink(rel, link);
         leaves.add(rel);
         links.add(rel, link);
         hash.symlink(rel, link);
       } else {
         const exec = (e.mode & 0o100) !== 0;
-        const mode = exec ? 0o755 : 0o644;
         const sha = createHash('sha256');
-        const fh = await open(
-          full,
-          constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
-          mode,
-        );
-        try {
-          for await (const piece of e.body) {
-            sha.update(piece);
-            let off = 0;
-            while (off < piece.length) off += (await fh.write(piece, off)).bytesWritten;
-          }
-          // A umask can only take bits away, and only the executable bit is promised.
-          if (exec) await fh.chmod(mode);
-        } finally {
-          await fh.close();
-        }
+        await sink.file(rel, exec, hashing(e.body, sha));
         leaves.add(rel);
         hash.file(rel, exec, sha.digest('hex'));
       }
@@ -499,42 +621,18 @@ async function extract(
             : 'resolves outside the package through other symlinks';
       throw unsafeLink(problem.path, problem.target, `${why}: ${describeProblem(problem)}`, problem.chain);
     }
-    // Belt and braces: what the lexical walk allowed must not resolve outside on the disk either.
-    const realDest = await realpath(dest);
-    for (const rel of links.paths()) {
-      let real: string | undefined;
-      try {
-        real = await realpath(join(dest, rel));
-      } catch {
-        // Dangling: nothing on the disk to resolve; the walk above kept it inside.
-      }
-      if (real !== undefined && !isInside(realDest, real)) {
-        throw unsafeLink(rel, links.target(rel) ?? '', 'resolves outside the package');
-      }
-    }
+    await after?.(links, unsafeLink);
     return hash.digest();
   } catch (err) {
     if (err instanceof ConfigError) throw err;
-    if (err instanceof TarFormatError) throw refused(packed.hash, 'malformed', err.message, {}, err);
+    if (err instanceof TarFormatError) throw refuse('malformed', err.message, {}, err);
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'EEXIST') {
       // Names that differ only in case collide on a case-insensitive file system.
-      throw refused(
-        packed.hash,
-        'unsafe-entry',
-        `two entries land on the same path (${(err as Error).message})`,
-        {},
-        err,
-      );
+      throw refuse('unsafe-entry', `two entries land on the same path (${(err as Error).message})`, {}, err);
     }
     if (typeof code === 'string' && code.startsWith('Z_')) {
-      throw refused(
-        packed.hash,
-        'malformed',
-        `it is not a gzip archive (${(err as Error).message})`,
-        {},
-        err,
-      );
+      throw refuse('malformed', `it is not a gzip archive (${(err as Error).message})`, {}, err);
     }
     throw err;
   } finally {
@@ -542,8 +640,23 @@ async function extract(
   }
 }
 
+/** `pieces`, feeding each to `sha` on the way. */
+async function* hashing(
+  pieces: AsyncIterable<Buffer>,
+  sha: ReturnType<typeof createHash>,
+): AsyncGenerator<Buffer> {
+  for await (const piece of pieces) {
+    sha.update(piece);
+    yield piece;
+  }
+}
+
 /** The entry's path relative to the package root ('' for the root itself); refuses escapes. */
-function safeRelativePath(hash: string, path: string, isDir: boolean): string {
+function safeRelativePath(
+  path: string,
+  isDir: boolean,
+  refuse: (reason: string, detail: string, fields: ErrorFields) => ConfigError,
+): string {
   let p = path;
   if (isDir) p = p.replace(/\/+$/, '');
   // Archives made with `tar -C dir .` name everything under `./`.
@@ -557,7 +670,7 @@ function safeRelativePath(hash: string, path: string, isDir: boolean): string {
         ? 'has an empty, `.` or `..` component'
         : undefined;
   if (why !== undefined) {
-    throw refused(hash, 'unsafe-entry', `entry ${JSON.stringify(path)} ${why}`, { entry: path });
+    throw refuse('unsafe-entry', `entry ${JSON.stringify(path)} ${why}`, { entry: path });
   }
   return p;
 }
@@ -569,8 +682,9 @@ function refused(
   fields: ErrorFields = {},
   cause?: unknown,
   Kind: typeof ConfigError = ConfigError,
+  outcome = UNPACKED,
 ): ConfigError {
-  return new Kind(`working-directory package ${hash} was refused: ${detail}; nothing was unpacked`, {
+  return new Kind(`working-directory package ${hash} was refused: ${detail}; ${outcome}`, {
     cause,
     fields: { hash, reason, ...fields },
   });

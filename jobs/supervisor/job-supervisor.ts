@@ -297,6 +297,8 @@ export class JobSupervisor {
       data,
       cutAtBytes: cutAt,
       sizeBytes: size,
+      // Proves to the head that this is the job's own supervisor (see JobManager.storeLog).
+      supervisorKey: this.config.supervisorKey ?? '',
     });
     try {
       unlinkSync(this.logPath);

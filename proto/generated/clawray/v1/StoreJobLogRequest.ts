@@ -7,6 +7,7 @@ export interface StoreJobLogRequest {
   'data'?: (Buffer | Uint8Array | string);
   'cutAtBytes'?: (number | string);
   'sizeBytes'?: (number | string);
+  'supervisorKey'?: (string);
 }
 
 export interface StoreJobLogRequest__Output {
@@ -15,4 +16,5 @@ export interface StoreJobLogRequest__Output {
   'data': (Buffer);
   'cutAtBytes': (number);
   'sizeBytes': (number);
+  'supervisorKey': (string);
 }
