@@ -23,6 +23,7 @@ export {
   type PlacementGroupRequest,
 } from './actors/runtime/cluster.js';
 export type { PlacedBundle, PlacementGroup } from './actors/runtime/placement-group.js';
+export type { StreamedCall } from './actors/runtime/streamed-call.js';
 export type { ActorView, ClusterStatusView, NodeView, ResourceMap } from './actors/runtime/views.js';
 export * from './common/errors.js';
 export type { GpuShare, PlacementStrategy } from './common/resources.js';

@@ -162,6 +162,97 @@ describe('TurnRecorder', () => {
     await rec.close();
   });
 
+  it("hands a turn's message to the previous turn only once it is answered (commit)", async () => {
+    const sink = new MemoryTurnSink();
+    const rec = new TurnRecorder({ sink, sweepMs: 0 });
+    rec.begin(main('s'), { messages: user('q0') }).complete(outcome(0));
+    const t1 = rec.begin(main('s'), { messages: user('q1') });
+    await rec.flush();
+    expect(sink.records).toHaveLength(0);
+    t1.commit();
+    await rec.flush();
+    expect(sink.records.map((r) => [r.turn, r.next_state?.content])).toEqual([[0, 'q1']]);
+    await rec.close();
+  });
+
+  it('a withdrawn turn leaves no trace: no next state, no turn number, no count', async () => {
+    const sink = new MemoryTurnSink();
+    const rec = new TurnRecorder({ sink, sweepMs: 0 });
+    rec.begin(main('s'), { messages: user('q0') }).complete(outcome(0));
+    rec.begin(main('s'), { messages: user('refused by the engine') }).withdraw();
+    expect(rec.sessionCounts('s')).toEqual({ mainTurns: 1, sideTurns: 0 });
+    const t1 = rec.begin(main('s', { done: true }), { messages: user('q1') });
+    t1.complete(outcome(1));
+    await rec.flush();
+    expect(sink.records.map((r) => [r.turn, r.next_state?.content ?? null, r.end])).toEqual([
+      [0, 'q1', 'next_turn'],
+      [1, null, 'session_done'],
+    ]);
+    expect(JSON.stringify(sink.records)).not.toContain('refused');
+    expect(rec.stats()).toMatchObject({ mainTurns: 2, records: 2 });
+    // After its answer began, withdrawing is aborting: the message stays the next state.
+    rec.begin(main('t'), { messages: user('a0') }).complete(outcome(2));
+    const late = rec.begin(main('t'), { messages: user('a1') });
+    late.commit();
+    late.withdraw();
+    await rec.flush();
+    expect(sink.records.at(-1)).toMatchObject({ session_id: 't', turn: 0, next_state: { content: 'a1' } });
+    expect(rec.sessionCounts('t').mainTurns).toBe(2);
+    await rec.close();
+  });
+
+  it('gives the message of a later turn to the turn before a withdrawn one', async () => {
+    const sink = new MemoryTurnSink();
+    const rec = new TurnRecorder({ sink, sweepMs: 0 });
+    rec.begin(main('s'), { messages: user('q0') }).complete(outcome(0));
+    const refused = rec.begin(main('s'), { messages: user('refused') });
+    // A later turn answered before the refused one was turned away…
+    const answered = rec.begin(main('s'), { messages: user('q2') });
+    answered.commit();
+    // … and one not answered yet.
+    const waiting = rec.begin(main('u'), { messages: user('u0') });
+    waiting.complete(outcome(9));
+    const u1 = rec.begin(main('u'), { messages: user('refused too') });
+    const u2 = rec.begin(main('u'), { messages: user('u2') });
+    refused.withdraw();
+    u1.withdraw();
+    await rec.flush();
+    expect(sink.records.map((r) => [r.session_id, r.turn, r.next_state?.content])).toEqual([['s', 0, 'q2']]);
+    u2.commit();
+    await rec.flush();
+    expect(sink.records.map((r) => [r.session_id, r.turn, r.next_state?.content])).toEqual([
+      ['s', 0, 'q2'],
+      ['u', 0, 'u2'],
+    ]);
+    await rec.close();
+  });
+
+  it("a withdrawn request's X-Session-Done does not end the session; an end meanwhile waits for the answer", async () => {
+    const sink = new MemoryTurnSink();
+    const rec = new TurnRecorder({ sink, sweepMs: 0 });
+    rec.begin(main('s'), { messages: user('q0') }).complete(outcome(0));
+    rec.begin(main('s', { done: true }), { messages: user('refused bye') }).withdraw();
+    expect(rec.stats().sessions).toBe(1);
+    await rec.flush();
+    expect(sink.records).toHaveLength(0);
+    // The session ends while its next turn is still unanswered: turn 0 waits for it.
+    const t1 = rec.begin(main('s'), { messages: user('q1') });
+    rec.endSession('s');
+    await rec.flush();
+    expect(sink.records).toHaveLength(0);
+    t1.withdraw();
+    await rec.flush();
+    expect(sink.records.map((r) => [r.turn, r.next_state, r.end])).toEqual([[0, null, 'session_done']]);
+    // Answered instead, its message is the next state.
+    rec.begin(main('t'), { messages: user('a0') }).complete(outcome(1));
+    const t = rec.begin(main('t'), { messages: user('a1') });
+    rec.endSession('t');
+    t.commit();
+    await rec.flush();
+    expect(sink.records.at(-1)).toMatchObject({ session_id: 't', turn: 0, end: 'next_turn' });
+    await rec.close();
+  });
+
   it('evicts idle sessions, writing their pending turn with next_state null', async () => {
     let now = 1_000_000;
     const sink = new MemoryTurnSink();

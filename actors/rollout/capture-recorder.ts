@@ -16,8 +16,16 @@
  * LAST message of the session's next main request (the user's reply or the tool result that
  * followed turn k; a gateway's trailing context block is skipped), which is what the judge
  * scores turn k against. A record is therefore
- * written when the next main turn arrives, when the session is marked done (`next_state` null,
- * `session_done` true), when the session is evicted for being idle, or at shutdown.
+ * written when the next main turn is answered, when the session is marked done (`next_state`
+ * null, `session_done` true), when the session is evicted for being idle, or at shutdown.
+ *
+ * Only what was served counts. A turn is registered as it arrives (`begin`), so next states
+ * follow arrival order, but its message becomes the previous turn's next state only once the
+ * server starts answering it (`commit`; `complete` and `abort` imply it). A request refused
+ * before that (the engine turned it away, the client left before the first byte) is withdrawn
+ * (`withdraw`): no record, no next state, and its turn number is given back when no later turn
+ * took one. A turn whose client went away after its answer had begun is aborted: no record of
+ * its own, but its message stays the previous turn's next state (the user did send it).
  *
  * Differences from OpenClaw-RL, on purpose:
  * - A missing turn type defaults to `main` (after the side-call markers), with a counter and
@@ -289,14 +297,27 @@ export interface TurnOutcome {
   sampling: TurnSampling;
 }
 
-/** One request's place in the capture; the server completes or aborts it. */
+/**
+ * One request's place in the capture; the server settles it exactly once: `complete`, `abort`
+ * or `withdraw` (the first call wins).
+ */
 export interface TurnHandle {
   /** True when completing this turn will produce a record (a main turn of a known session). */
   readonly recorded: boolean;
-  /** The generation finished and the client got the answer. */
+  /**
+   * The server started answering: the turn's message goes to the previous turn as its next
+   * state. Implied by `complete` and `abort`; idempotent.
+   */
+  commit(): void;
+  /** The generation finished and the client got the whole answer. */
   complete(outcome: TurnOutcome): void;
-  /** The generation failed or the client went away: nothing is recorded for this turn. */
+  /** The answer had begun but the generation failed or the client went away: no record. */
   abort(): void;
+  /**
+   * The request was refused (or its client left) before any answer began: it leaves no trace.
+   * After `commit` it is the same as `abort`.
+   */
+  withdraw(): void;
 }
 
 export interface TurnRecorderOptions {
@@ -310,6 +331,11 @@ export interface TurnRecorderOptions {
   logger?: Logger;
   /** Clock, for tests. */
   now?: () => number;
+}
+
+export interface SessionTurnCounts {
+  mainTurns: number;
+  sideTurns: number;
 }
 
 export interface TurnRecorderStats {
@@ -333,6 +359,11 @@ interface PendingTurn {
   startedAt: string;
   outcome?: TurnOutcome;
   finishedAt?: string;
+  /** Its message, for the turn before it once this one is committed (absent: nothing to give). */
+  handoff?: { to: number; message: ChatMessage };
+  committed: boolean;
+  /** It ended its session when it arrived (X-Session-Done). */
+  endedSession: boolean;
 }
 
 interface SessionState {
@@ -351,7 +382,7 @@ interface SessionState {
   sideTurns: number;
 }
 
-const NOOP_HANDLE: TurnHandle = { recorded: false, complete() {}, abort() {} };
+const NOOP_HANDLE: TurnHandle = { recorded: false, commit() {}, complete() {}, abort() {}, withdraw() {} };
 
 export class TurnRecorder {
   private readonly sink: TurnSink;
@@ -441,13 +472,16 @@ export class TurnRecorder {
     if (ctx.turnType === 'main') {
       const k = state.nextTurn++;
       const last = lastRealMessage(input.messages);
-      if (k > 0 && last) this.giveNextState(state, k - 1, last);
       const pending: PendingTurn = {
         turn: k,
         messages: input.messages,
         tools: input.tools && input.tools.length > 0 ? input.tools : null,
         turnTypeDefaulted: ctx.turnTypeDefaulted,
         startedAt: new Date(this.now()).toISOString(),
+        // Given to turn k-1 once this one is answered (commit), never if it is withdrawn.
+        ...(k > 0 && last ? { handoff: { to: k - 1, message: last } } : {}),
+        committed: false,
+        endedSession: ctx.done && !state.ended,
       };
       state.inflight.set(k, pending);
       handle = this.mainHandle(state, pending);
@@ -480,11 +514,17 @@ export class TurnRecorder {
   }
 
   /** The open sessions (at most `maxSessions`): main turns seen and side calls served, by id. */
-  perSession(): Record<string, { mainTurns: number; sideTurns: number }> {
-    const out: Record<string, { mainTurns: number; sideTurns: number }> = {};
+  perSession(): Record<string, SessionTurnCounts> {
+    const out: Record<string, SessionTurnCounts> = {};
     for (const [id, state] of this.sessions)
       out[id] = { mainTurns: state.nextTurn, sideTurns: state.sideTurns };
     return out;
+  }
+
+  /** One session's counts (zeros when it is not open: never seen, ended or evicted). */
+  sessionCounts(sessionId: string): SessionTurnCounts {
+    const state = this.sessions.get(sessionId);
+    return state ? { mainTurns: state.nextTurn, sideTurns: state.sideTurns } : { mainTurns: 0, sideTurns: 0 };
   }
 
   /** Resolves once every record handed to the sink so far has been written. */
@@ -504,11 +544,20 @@ export class TurnRecorder {
 
   private mainHandle(state: SessionState, pending: PendingTurn): TurnHandle {
     let settled = false;
+    const commit = () => {
+      if (pending.committed) return;
+      pending.committed = true;
+      if (pending.handoff) this.giveNextState(state, pending.handoff.to, pending.handoff.message);
+    };
     return {
       recorded: true,
+      commit: () => {
+        if (!settled) commit();
+      },
       complete: (outcome) => {
         if (settled) return;
         settled = true;
+        commit();
         state.inflight.delete(pending.turn);
         pending.outcome = outcome;
         pending.finishedAt = new Date(this.now()).toISOString();
@@ -517,7 +566,7 @@ export class TurnRecorder {
         if (next !== undefined) {
           state.nextStates.delete(pending.turn);
           this.write(state, pending, next, 'next_turn');
-        } else if (state.ended) {
+        } else if (state.ended && (this.closed || !this.awaited(state).has(pending.turn))) {
           this.write(state, pending, null, state.ended);
         } else {
           state.waiting.set(pending.turn, pending);
@@ -526,10 +575,47 @@ export class TurnRecorder {
       abort: () => {
         if (settled) return;
         settled = true;
+        commit();
         state.inflight.delete(pending.turn);
         state.nextStates.delete(pending.turn);
       },
+      withdraw: () => {
+        if (settled) return;
+        settled = true;
+        if (pending.committed) {
+          state.inflight.delete(pending.turn);
+          state.nextStates.delete(pending.turn);
+          return;
+        }
+        this.withdraw(state, pending);
+      },
     };
+  }
+
+  /** Takes back a turn that was never answered, as if its request had not arrived. */
+  private withdraw(state: SessionState, pending: PendingTurn): void {
+    const k = pending.turn;
+    state.inflight.delete(k);
+    this.counts.mainTurns--;
+    if (pending.turnTypeDefaulted) this.counts.defaultedTurnType--;
+    const before = pending.handoff?.to ?? k - 1;
+    // A later turn already gave turn k its message: it goes to the turn before k instead.
+    const given = state.nextStates.get(k);
+    state.nextStates.delete(k);
+    if (given !== undefined && k > 0) this.giveNextState(state, before, given);
+    // A later turn not answered yet will give its message to the turn before k.
+    for (const later of state.inflight.values()) {
+      if (later.handoff?.to === k) later.handoff = k > 0 ? { ...later.handoff, to: before } : undefined;
+    }
+    if (state.nextTurn === k + 1) state.nextTurn = k;
+    if (pending.endedSession && state.ended === 'session_done' && !this.sessions.has(state.id)) {
+      // Its X-Session-Done did not happen either: the session goes on.
+      state.ended = undefined;
+      this.sessions.set(state.id, state);
+    } else if (state.ended) {
+      // The session ended meanwhile: the turn that waited for this one's message gets none.
+      this.flushWaiting(state, state.ended);
+    }
   }
 
   private giveNextState(state: SessionState, turn: number, message: ChatMessage): void {
@@ -546,12 +632,31 @@ export class TurnRecorder {
   private end(state: SessionState, why: Exclude<RecordEnd, 'next_turn'>): void {
     if (state.ended) return;
     state.ended = why;
-    for (const pending of [...state.waiting.values()].sort((a, b) => a.turn - b.turn)) {
-      this.write(state, pending, null, why);
-    }
-    state.waiting.clear();
+    this.flushWaiting(state, why);
     // Turns still generating keep a reference to `state` and are written when they complete.
     if (this.sessions.get(state.id) === state) this.sessions.delete(state.id);
+  }
+
+  /**
+   * Writes the completed turns of an ended session with no next state, except those whose next
+   * turn is still to be answered: they are written when it is (or is withdrawn).
+   */
+  private flushWaiting(state: SessionState, why: Exclude<RecordEnd, 'next_turn'>): void {
+    // At shutdown nothing waits: what a turn not yet answered would have given is lost.
+    const awaited = why === 'shutdown' ? new Set<number>() : this.awaited(state);
+    for (const pending of [...state.waiting.values()].sort((a, b) => a.turn - b.turn)) {
+      if (awaited.has(pending.turn)) continue;
+      state.waiting.delete(pending.turn);
+      this.write(state, pending, null, why);
+    }
+  }
+
+  /** Turns whose next state is promised by a later turn not answered yet. */
+  private awaited(state: SessionState): Set<number> {
+    const out = new Set<number>();
+    for (const later of state.inflight.values())
+      if (later.handoff && !later.committed) out.add(later.handoff.to);
+    return out;
   }
 
   private touch(state: SessionState): void {

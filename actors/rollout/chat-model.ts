@@ -30,6 +30,8 @@ export interface ChatModel {
   readonly samplingDefaults?: SamplingDefaults;
   /** Tokens a prompt and its generation may hold together (the model's context). */
   readonly maxContext?: number;
+  /** Token ids the model knows: 0 … vocabSize − 1 (`logit_bias` is checked against it). */
+  readonly vocabSize?: number;
   /**
    * `encodeChat` for prompts that may be far too long: refuses one longer than `maxTokens`
    * (`ContextLengthError`) without tokenizing all of it, and yields to the event loop while it

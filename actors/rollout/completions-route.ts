@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { ChatModel } from './chat-model.js';
-import { fromZod, invalid, OpenAiHttpError } from './openai-errors.js';
+import { fromZod, invalid, type OpenAiHttpError, toOpenAiError } from './openai-errors.js';
 import { cutAtStop, finiteLogprob, IncrementalText } from './openai-text.js';
 import { encodeWithin } from './prompt-budget.js';
 import { DEFAULT_MAX_TOKENS, type GenerateRequest, type GenerateResult } from './rollout-engine.js';
@@ -287,7 +287,8 @@ export function registerCompletions(app: FastifyInstance, d: CompletionsDeps): v
       })
       .catch((err: unknown) => {
         if (!started) throw err;
-        send(new OpenAiHttpError(500, (err as Error).message, 'server_error').body());
+        // Mid-stream: the error as the error handler would answer it (no internals).
+        send(toOpenAiError(err, 0).body());
         if (!s.client.gone) res.end();
         return undefined;
       });

@@ -17,6 +17,11 @@ export class ModelCodec {
     return this.model.config.max_position_embeddings;
   }
 
+  /** Token ids the model knows: 0 … vocabSize − 1. */
+  get vocabSize(): number {
+    return this.model.dims.vocab;
+  }
+
   /** generation_config.json's sampling defaults (what a request that omits them gets). */
   get samplingDefaults(): SamplingDefaults {
     return this.model.samplingDefaults;

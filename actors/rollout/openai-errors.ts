@@ -1,7 +1,9 @@
 /**
  * Errors in OpenAI's shape (`{error: {message, type, param, code}}` with an HTTP status), and how
  * the OpenAI-compatible routes turn what they meet (a zod failure, an engine refusal behind an
- * actor call, Fastify's own 4xx) into one.
+ * actor call, Fastify's own 4xx) into one. What a client reads never holds a path of the
+ * server's file system (a model directory named in a template or tokenizer error): such paths
+ * become `<server path>`, and the full error goes to the server's log.
  */
 import { z } from 'zod';
 import { ConfigError, errorOfClass, NotFoundError } from '../../common/errors.js';
@@ -66,8 +68,32 @@ export function fromZod(error: z.ZodError): OpenAiHttpError {
   );
 }
 
+/**
+ * An absolute POSIX path of two or more segments (`/models/tiny/tokenizer_config.json`), not
+ * part of a URL (`http://host/a/b`) nor of a relative path (`a/b/c`).
+ */
+const SERVER_PATH = /(?<![\w.~:/-])\/(?:[\w.@+-]+\/)+[\w.@+-]*/g;
+
+/** `text` with the server's file-system paths replaced by `<server path>`. */
+export function withoutServerPaths(text: string): string {
+  return text.replace(SERVER_PATH, '<server path>');
+}
+
 export function toOpenAiError(err: unknown, bodyLimit: number): OpenAiHttpError {
   if (err instanceof OpenAiHttpError) return err;
+  const mapped = mapError(err, bodyLimit);
+  return mapped.status >= 500
+    ? mapped
+    : new OpenAiHttpError(
+        mapped.status,
+        withoutServerPaths(mapped.message),
+        mapped.type,
+        mapped.param,
+        mapped.code,
+      );
+}
+
+function mapError(err: unknown, bodyLimit: number): OpenAiHttpError {
   if (err instanceof z.ZodError) return fromZod(err);
   // An engine behind an actor call throws inside an ActorError: look through it.
   const judged = errorOfClass(err, TurnAlreadyJudgedError);

@@ -960,7 +960,7 @@ describe('RL capture through the server', () => {
     expect(err.param).toBe('X-Turn-Type');
   });
 
-  it('does not record a turn whose generation failed', async () => {
+  it('does not record a turn whose generation failed, nor let it take a turn number', async () => {
     const file = join(dir, 'failed.jsonl');
     recorder = new TurnRecorder({ sink: new JsonlTurnSink(file), sweepMs: 0 });
     running = await start({ recorder });
@@ -978,7 +978,8 @@ describe('RL capture through the server', () => {
     await recorder.flush();
     const records = await readRecords(file);
     expect(records).toHaveLength(1);
-    expect(records[0]).toMatchObject({ turn: 1, response_text: GREETING, session_done: true });
+    // The refused request (429) left no trace: the turn served next is the session's first.
+    expect(records[0]).toMatchObject({ turn: 0, response_text: GREETING, session_done: true });
   });
 });
 

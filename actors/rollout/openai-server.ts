@@ -23,13 +23,23 @@
  *   counts as status 499.
  * - Engine errors keep their meaning behind an actor call (they arrive inside an ActorError):
  *   EngineBusyError is a 429, a ConfigError such as ContextLengthError a 400.
+ *
+ * What the RL capture records is what was served (capture-recorder.ts): a turn is registered
+ * when it arrives, after everything the engine would refuse has been checked (chat-request.ts);
+ * it counts (its message becomes the previous turn's next state) once its answer begins; it is
+ * recorded once its answer has been written in full. A request refused before its answer began,
+ * or whose client left by then, is withdrawn and leaves no trace; one whose client left in the
+ * middle of its answer is a 499 and is not recorded.
+ *
+ * Bodies nest at most MAX_JSON_DEPTH levels (json-body.ts); the `/rl/*` routes are in
+ * rl-routes.ts.
  */
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { Counter, type Registry } from 'prom-client';
-import { z } from 'zod';
 import { tokenMatches } from '../../common/auth.js';
+import { ConfigError } from '../../common/errors.js';
 import { type Logger, silentLogger } from '../../common/logger.js';
 import {
   type CaptureContext,
@@ -39,9 +49,12 @@ import {
   type TurnSampling,
 } from './capture-recorder.js';
 import type { ChatMessage, ChatModel, ToolCall, ToolSchema } from './chat-model.js';
+import { type ChatRequest, chatRequestSchema, checkSampling, normalizeMessages } from './chat-request.js';
 import { registerCompletions } from './completions-route.js';
-import { fromZod, invalid, OpenAiHttpError, toOpenAiError } from './openai-errors.js';
+import { registerJsonBody } from './json-body.js';
+import { fromZod, invalid, OpenAiHttpError, toOpenAiError, withoutServerPaths } from './openai-errors.js';
 import { ContentGate, cutAtStop, IncrementalText, logprobEntry } from './openai-text.js';
+import { registerRlRoutes } from './rl-routes.js';
 import {
   ContextLengthError,
   DEFAULT_MAX_TOKENS,
@@ -79,126 +92,13 @@ export interface OpenAiServerOptions {
 }
 
 const CHAT_ROUTE = '/v1/chat/completions';
-/** Most choices one request may ask for (`n`). */
-const MAX_CHOICES = 16;
-
-// ---------------------------------------------------------------------------------------------
-// Request schema (unknown fields are dropped, like OpenAI ignores them)
-
-const contentPart = z.object({ type: z.string(), text: z.string().optional() }).superRefine((part, ctx) => {
-  if (part.type !== 'text') {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['type'],
-      message: `content part type '${part.type}' is not supported: this model takes text parts only`,
-    });
-  } else if (typeof part.text !== 'string') {
-    ctx.addIssue({ code: 'custom', path: ['text'], message: 'a text part needs a string `text`' });
-  }
-});
-
-const toolCallSchema = z.object({
-  id: z.string(),
-  type: z.literal('function').default('function'),
-  function: z.object({
-    name: z.string(),
-    arguments: z.union([z.string(), z.record(z.string(), z.unknown())]).default('{}'),
-  }),
-});
-
-const messageSchema = z.object({
-  role: z.enum(['system', 'developer', 'user', 'assistant', 'tool']),
-  content: z.union([z.string(), z.array(contentPart)]).nullish(),
-  name: z.string().optional(),
-  tool_calls: z.array(toolCallSchema).nullish(),
-  tool_call_id: z.string().optional(),
-});
-
-const toolSchema = z.object({
-  type: z.literal('function'),
-  function: z.object({
-    name: z.string().min(1),
-    description: z.string().optional(),
-    parameters: z.record(z.string(), z.unknown()).optional(),
-  }),
-});
-
-const chatRequestSchema = z
-  .object({
-    model: z.string(),
-    messages: z.array(messageSchema).min(1, 'messages must hold at least one message'),
-    tools: z.array(toolSchema).nullish(),
-    tool_choice: z
-      .union([
-        z.enum(['auto', 'none', 'required']),
-        z.object({ type: z.literal('function'), function: z.object({ name: z.string().min(1) }) }),
-      ])
-      .nullish(),
-    parallel_tool_calls: z.boolean().nullish(),
-    temperature: z.number().min(0).max(2).nullish(),
-    top_p: z.number().gt(0).max(1).nullish(),
-    top_k: z.number().int().min(-1).nullish(),
-    max_tokens: z.number().int().min(1).nullish(),
-    max_completion_tokens: z.number().int().min(1).nullish(),
-    stop: z.union([z.string(), z.array(z.string())]).nullish(),
-    seed: z.number().int().nullish(),
-    logprobs: z.boolean().nullish(),
-    top_logprobs: z.number().int().min(0).max(20).nullish(),
-    stream: z.boolean().nullish(),
-    stream_options: z.object({ include_usage: z.boolean().nullish() }).nullish(),
-    n: z.number().int().min(1).max(MAX_CHOICES).nullish(),
-    logit_bias: z.record(z.string().regex(/^\d+$/, 'a token id'), z.number().min(-100).max(100)).nullish(),
-    presence_penalty: z.number().min(-2).max(2).nullish(),
-    frequency_penalty: z.number().min(-2).max(2).nullish(),
-    response_format: z.looseObject({ type: z.string() }).nullish(),
-    chat_template_kwargs: z.record(z.string(), z.unknown()).nullish(),
-    // Accepted and without effect here, as their meaning allows: end-user ids and tags for the
-    // caller's own bookkeeping, and the service tier (there is one).
-    user: z.string().nullish(),
-    safety_identifier: z.string().nullish(),
-    metadata: z.record(z.string(), z.string()).nullish(),
-    service_tier: z.string().nullish(),
-    store: z.boolean().nullish(),
-    // Read for the session it names (OpenClaw's); there is no prompt cache to key.
-    prompt_cache_key: z.string().nullish(),
-    session_id: z.union([z.string(), z.number()]).nullish(),
-    turn_type: z.string().nullish(),
-    session_done: z.union([z.boolean(), z.string(), z.number()]).nullish(),
-  })
-  // Anything else is refused by name (as OpenAI does), never dropped without a word.
-  .strict();
-
-type ChatRequest = z.infer<typeof chatRequestSchema>;
-
-function joinContent(content: ChatRequest['messages'][number]['content']): string | null {
-  if (content === undefined || content === null) return null;
-  if (typeof content === 'string') return content;
-  return content.map((p) => p.text ?? '').join('\n');
-}
-
-function normalizeMessages(messages: ChatRequest['messages']): ChatMessage[] {
-  return messages.map((m) => {
-    const out: ChatMessage = {
-      role: m.role === 'developer' ? 'system' : m.role,
-      content: joinContent(m.content),
-    };
-    if (m.tool_calls && m.tool_calls.length > 0) {
-      out.tool_calls = m.tool_calls.map((c) => ({
-        id: c.id,
-        type: 'function',
-        function: {
-          name: c.function.name,
-          arguments:
-            typeof c.function.arguments === 'string'
-              ? c.function.arguments
-              : JSON.stringify(c.function.arguments),
-        },
-      }));
-    }
-    if (m.tool_call_id !== undefined) out.tool_call_id = m.tool_call_id;
-    if (m.name !== undefined) out.name = m.name;
-    return out;
-  });
+/**
+ * Why the chat template refused, in words fit for the client: the template's (or tokenizer's)
+ * own message, without the file it came from.
+ */
+function templateReason(err: unknown): string {
+  const inner = err instanceof ConfigError && err.cause instanceof Error ? err.cause : err;
+  return withoutServerPaths(inner instanceof Error ? inner.message : String(inner));
 }
 
 function completionId(): string {
@@ -293,7 +193,19 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
   const sideCalls = options.sideCalls ?? new SideCallClassifier();
   const counted = new WeakSet<FastifyRequest>();
   const bodyLimit = options.bodyLimit ?? 32 * 1024 * 1024;
-  const app = Fastify({ logger: false, bodyLimit });
+  const app = Fastify({
+    logger: false,
+    bodyLimit,
+    // The router's own refusals (a malformed or over-long URL) in OpenAI's shape too.
+    frameworkErrors: (err, _request, reply) => {
+      const status = err.statusCode === 414 ? 414 : 400;
+      const why = status === 414 ? 'has a path segment longer than this server reads' : 'is not a valid URL';
+      const error = new OpenAiHttpError(status, `The request's URL ${why}`, 'invalid_request_error');
+      // (Fastify types this hook's reply for no route in particular.)
+      void (reply as unknown as FastifyReply).code(status).type('application/json').send(error.body());
+    },
+  });
+  registerJsonBody(app);
   /** The session a request's per-session key names. */
   const keySessions = new WeakMap<FastifyRequest, string>();
 
@@ -360,7 +272,13 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
     return modelCard();
   });
 
-  registerRlRoutes();
+  registerRlRoutes(app, {
+    weightVersion: () => model.weightVersion,
+    recorder,
+    sessionKeys,
+    feedback,
+    keySession: (request) => keySessions.get(request),
+  });
   registerCompletions(app, {
     model,
     defaultMaxTokens: options.defaultMaxTokens,
@@ -370,8 +288,14 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
 
   app.post(CHAT_ROUTE, async (request, reply) => {
     const prepared = await prepare(request);
-    if (prepared.body.stream) return stream(request, reply, prepared);
-    return complete(request, reply, prepared);
+    try {
+      if (prepared.body.stream) return await stream(request, reply, prepared);
+      return await complete(request, reply, prepared);
+    } catch (err) {
+      // Nothing was answered (an answer that began settled its turn already).
+      prepared.handle?.withdraw();
+      throw err;
+    }
   });
 
   function modelNotFound(id: string): OpenAiHttpError {
@@ -382,85 +306,6 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
       'model',
       'model_not_found',
     );
-  }
-
-  /**
-   * AReaL's session routes: per-session keys, explicit feedback and the end of a session. A
-   * request with a session key acts on its own session; one with the server's key names it.
-   */
-  function registerRlRoutes(): void {
-    const sessionOf = (request: FastifyRequest, named: unknown): string => {
-      const own = keySessions.get(request);
-      if (own !== undefined) {
-        if (named !== undefined && named !== null && named !== own) {
-          throw invalid(`session_id '${String(named)}' is not the session of this API key`, 'session_id');
-        }
-        return own;
-      }
-      if (typeof named !== 'string' || !named)
-        throw invalid('session_id is required with the server key', 'session_id');
-      return named;
-    };
-    const bodyOf = (request: FastifyRequest) => {
-      const body = request.body ?? {};
-      if (typeof body !== 'object' || Array.isArray(body)) throw invalid('send a JSON object');
-      return body as Record<string, unknown>;
-    };
-
-    app.post('/rl/start_session', async (request) => {
-      if (!sessionKeys)
-        throw new OpenAiHttpError(404, 'this server issues no session keys', 'invalid_request_error');
-      if (keySessions.has(request)) {
-        throw new OpenAiHttpError(
-          403,
-          'a session key cannot start sessions; use the server key',
-          'invalid_request_error',
-        );
-      }
-      const named = bodyOf(request).session_id;
-      if (named !== undefined && (typeof named !== 'string' || !named || named.length > 512)) {
-        throw invalid('session_id must be a non-empty string of at most 512 characters', 'session_id');
-      }
-      const issued = sessionKeys.issue(named as string | undefined);
-      return { session_id: issued.sessionId, api_key: issued.apiKey };
-    });
-
-    app.post('/rl/end_session', async (request) => {
-      const sessionId = sessionOf(request, bodyOf(request).session_id);
-      recorder?.endSession(sessionId);
-      sessionKeys?.revoke(sessionId);
-      return { session_id: sessionId, ended: true };
-    });
-
-    app.post('/rl/set_reward', async (request) => {
-      if (!feedback || !recorder) {
-        throw new OpenAiHttpError(
-          404,
-          'this server records no turns to give feedback on',
-          'invalid_request_error',
-        );
-      }
-      const body = bodyOf(request);
-      const sessionId = sessionOf(request, body.session_id);
-      const { interaction_id: interactionId, reward, correction } = body;
-      if (interactionId !== undefined && typeof interactionId !== 'string') {
-        throw invalid('interaction_id must be the id of a chat completion (chatcmpl-…)', 'interaction_id');
-      }
-      if (reward !== undefined && typeof reward !== 'number')
-        throw invalid('reward must be a number', 'reward');
-      if (correction !== undefined && typeof correction !== 'string') {
-        throw invalid('correction must be a string', 'correction');
-      }
-      const given = feedback.give({ sessionId, interactionId, reward, correction });
-      return { session_id: given.sessionId, interaction_id: given.interactionId };
-    });
-
-    app.get('/rl/stats', async () => ({
-      weight_version: model.weightVersion,
-      capture: recorder ? { ...recorder.stats(), perSession: recorder.perSession() } : null,
-      feedback: feedback?.stats() ?? null,
-      session_keys: sessionKeys?.size ?? 0,
-    }));
   }
 
   async function prepare(request: FastifyRequest): Promise<Prepared> {
@@ -521,12 +366,16 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
           : model.encodeChat(messages, tools, kwargs);
     } catch (err) {
       if (err instanceof ContextLengthError) throw err;
+      // The template's own words (a template's raise_exception is meant for the client), never
+      // the file it came from; the whole error goes to the log.
+      log.debug({ err }, 'chat server: the chat template refused a request');
       throw invalid(
-        `the chat template could not be applied to these messages: ${(err as Error).message}`,
+        `the chat template could not be applied to these messages: ${templateReason(err)}`,
         'messages',
       );
     }
     if (forcedPrefix) promptTokenIds = [...promptTokenIds, ...model.encodeText!(forcedPrefix)];
+    checkSampling(body, promptTokenIds.length, { vocabSize: model.vocabSize, maxContext: model.maxContext });
     const stops = (typeof body.stop === 'string' ? [body.stop] : (body.stop ?? [])).filter(
       (s) => s.length > 0,
     );
@@ -592,9 +441,10 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
     return `${toolCallStart}\n{"name": ${JSON.stringify(name)}, "arguments": `;
   }
 
+  /** `onToken` is given when tokens go to the client as they come (streaming). */
   function generateRequest(
     p: Prepared,
-    onToken: (token: Sampled) => void,
+    onToken: ((token: Sampled) => void) | undefined,
     signal: AbortSignal,
     choice = 0,
   ): GenerateRequest {
@@ -607,7 +457,11 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
       maxTokens = Math.min(options.defaultMaxTokens ?? gen?.maxTokens ?? DEFAULT_MAX_TOKENS, room);
     }
     maxTokens ??= options.defaultMaxTokens ?? gen?.maxTokens;
-    const req: GenerateRequest = { promptTokenIds: p.promptTokenIds, onToken, signal };
+    const req: GenerateRequest = {
+      promptTokenIds: p.promptTokenIds,
+      signal,
+      ...(onToken ? { onToken } : {}),
+    };
     if (maxTokens !== undefined) req.maxTokens = maxTokens;
     // What the request omits falls back to the model's generation_config.json (then the engine's defaults).
     const temperature = b.temperature ?? gen?.temperature;
@@ -718,33 +572,66 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
     return state;
   }
 
+  /**
+   * Calls `written` once the whole response has been handed to the socket, or `lost` when the
+   * client went away before that (exactly one of them).
+   */
+  function whenWritten(res: ServerResponse, written: () => void, lost: () => void): void {
+    if (res.writableFinished) {
+      written();
+      return;
+    }
+    if (res.destroyed) {
+      lost();
+      return;
+    }
+    res.once('finish', written);
+    res.once('close', () => {
+      if (!res.writableFinished) lost();
+    });
+  }
+
   async function complete(request: FastifyRequest, reply: FastifyReply, p: Prepared) {
     const client = watchClose(reply.raw);
     let results: GenerateResult[];
     try {
+      // No onToken: nothing reaches the client before the end, so a remote engine that dies
+      // midway may start the request over on another.
       results = await Promise.all(
         Array.from({ length: p.body.n ?? 1 }, (_, i) =>
-          model.generate(generateRequest(p, tokenHook(), client.signal, i)),
+          model.generate(generateRequest(p, undefined, client.signal, i)),
         ),
       );
     } catch (err) {
-      p.handle?.abort();
+      p.handle?.withdraw();
       if (!client.gone) throw err;
       countStatus(request, 499);
       reply.hijack(); // the socket is gone: nothing to send
       return undefined;
     }
     if (client.gone) {
-      p.handle?.abort();
+      p.handle?.withdraw();
       countStatus(request, 499);
       reply.hijack(); // the socket is gone: nothing to send
       return undefined;
     }
+    // The answer goes out now; it is recorded once it has been written in full.
+    p.handle?.commit();
     const first = results[0];
     const choices = results.map((result, index) => {
       const done = finish(p, result);
       // n > 1 is refused on recorded turns: only a single answer is ever recorded.
-      if (index === 0) record(p, result, done);
+      if (index === 0) {
+        whenWritten(
+          reply.raw,
+          // (A body that failed to serialize went out as an error instead.)
+          () => (reply.raw.statusCode === 200 ? record(p, result, done) : p.handle?.abort()),
+          () => {
+            p.handle?.abort();
+            countStatus(request, 499);
+          },
+        );
+      }
       const message: Record<string, unknown> = { role: 'assistant', content: done.content };
       if (done.toolCalls.length > 0) message.tool_calls = done.toolCalls;
       const logprobs = p.wantLogprobs
@@ -788,6 +675,7 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
     if (p.forcedPrefix) gate.push(p.forcedPrefix);
     const deferLogprobs = p.topLogprobs > 0;
     let started = false;
+    let answered = false;
     let fingerprint = `clawray-w${model.weightVersion}`;
 
     const send = (data: unknown) => {
@@ -819,7 +707,12 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
           { prompt_token_ids: p.promptTokenIds, ...extras(p) },
         ),
       );
+      // The answer has begun: the turn counts (its message is the previous turn's next state).
+      answered = true;
+      p.handle?.commit();
     };
+    /** The turn is not recorded; with nothing answered yet, it leaves no trace at all. */
+    const giveUp = () => (answered ? p.handle?.abort() : p.handle?.withdraw());
 
     const onToken = tokenHook((token) => {
       start();
@@ -841,7 +734,7 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
     try {
       result = await model.generate(generateRequest(p, onToken, client.signal));
     } catch (err) {
-      p.handle?.abort();
+      giveUp();
       if (client.gone) {
         countStatus(request, 499);
         return;
@@ -854,15 +747,14 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
       if (!client.gone) res.end();
       return;
     }
-    start();
     if (client.gone) {
-      p.handle?.abort();
+      giveUp();
       countStatus(request, 499);
       return;
     }
+    start();
     fingerprint = `clawray-w${result.weightVersion}`;
     const done = finish(p, result);
-    record(p, result, done);
     const sent = gate.sent;
     const final = done.content ?? '';
     if (final.length > sent.length && final.startsWith(sent)) {
@@ -909,6 +801,19 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
         usage: usage(result),
       });
     }
+    // Recorded once the client has been handed all of it; a client that resets the stream
+    // before then (after any number of bytes) is a 499 and its turn is not recorded.
+    whenWritten(
+      res,
+      () => {
+        record(p, result, done);
+        countStatus(request, 200);
+      },
+      () => {
+        p.handle?.abort();
+        countStatus(request, 499);
+      },
+    );
     if (!client.gone) res.end('data: [DONE]\n\n');
   }
 

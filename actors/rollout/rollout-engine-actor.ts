@@ -18,6 +18,7 @@ import {
   type GenerateResult,
 } from './rollout-engine.js';
 import { RolloutModel, type RolloutModelOptions, type WeightUpdateOptions } from './rollout-model.js';
+import type { Sampled } from './sampler.js';
 import type { ScoredTokens } from './top-k.js';
 
 export type RolloutEngineOptions = Omit<RolloutModelOptions, 'registry'>;
@@ -61,6 +62,34 @@ export class RolloutEngine {
     const signal = callSignal() ?? request.signal;
     const model = await this.loading;
     return model.generate(signal ? { ...request, signal } : request);
+  }
+
+  /**
+   * `generate`, streamed (`handle.stream('generateStream', request)`): yields the tokens as
+   * they are sampled, those of one turn of the event loop together, and returns the result.
+   * The OpenAI endpoint of a job (RemoteChatModel) streams its answers from here. Closing the
+   * stream or cancelling the call stops the generation as for `generate`.
+   */
+  async *generateStream(
+    request: Omit<GenerateRequest, 'onToken' | 'signal'>,
+  ): AsyncGenerator<Sampled[], GenerateResult, undefined> {
+    const model = await this.loading;
+    // The call's signal, or the stream closing early (an item that could not be sent).
+    const closed = new AbortController();
+    const callAbort = callSignal();
+    const signal = callAbort ? AbortSignal.any([callAbort, closed.signal]) : closed.signal;
+    const tokens = new TokenBatches();
+    const result = model.generate({ ...request, signal, onToken: (t) => tokens.push(t) });
+    result.then(
+      () => tokens.end(),
+      () => tokens.end(),
+    );
+    try {
+      for (let batch = await tokens.take(); batch; batch = await tokens.take()) yield batch;
+      return await result;
+    } finally {
+      closed.abort();
+    }
   }
 
   /**
@@ -185,5 +214,51 @@ export class RolloutEngine {
 
   async [Symbol.asyncDispose](): Promise<void> {
     await (await this.loading.catch(() => undefined))?.close();
+  }
+}
+
+/**
+ * Tokens of a streamed generation, handed out in batches: what arrived since the last take,
+ * gathered until the end of the current turn of the event loop (the engine samples every
+ * sequence of a decode step in one turn).
+ */
+class TokenBatches {
+  private tokens: Sampled[] = [];
+  private ended = false;
+  private waiter?: () => void;
+  private scheduled = false;
+
+  push(token: Sampled): void {
+    this.tokens.push(token);
+    this.schedule();
+  }
+
+  end(): void {
+    this.ended = true;
+    this.schedule();
+  }
+
+  /** The next batch; undefined once the generation has ended and every token was taken. */
+  async take(): Promise<Sampled[] | undefined> {
+    while (this.tokens.length === 0 && !this.ended) {
+      await new Promise<void>((resolve) => {
+        this.waiter = resolve;
+      });
+    }
+    if (this.tokens.length === 0) return undefined;
+    const batch = this.tokens;
+    this.tokens = [];
+    return batch;
+  }
+
+  private schedule(): void {
+    if (this.scheduled || !this.waiter) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      const wake = this.waiter;
+      this.waiter = undefined;
+      wake?.();
+    });
   }
 }

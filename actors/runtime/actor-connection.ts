@@ -26,6 +26,7 @@ import { ChunkAssembler, splitPayload } from './chunks.js';
 import { decode, encodeArgs, type HandleFactory } from './codec.js';
 import type { HeadClient } from './head-client.js';
 import { holdLoopForCall } from './loop-hold.js';
+import { STREAM_CREDIT_BATCH, STREAM_WINDOW_ITEMS, StreamedCall } from './streamed-call.js';
 
 export interface ConnectionHost {
   readonly head: HeadClient;
@@ -49,6 +50,8 @@ interface PendingCall {
   sent: boolean;
   resolve(value: unknown): void;
   reject(err: Error): void;
+  /** A streamed call: where its items go, and the credit it owes the actor. */
+  stream?: { receiver: StreamedCall<unknown>; consumed: number };
 }
 
 const NO_ARGS = Buffer.alloc(0);
@@ -65,7 +68,7 @@ export class ActorConnection {
   /** Calls waiting for an open stream, in submission order. */
   private waiting: PendingCall[] = [];
   private nextId = 1;
-  private stream?: ActorStream;
+  private transport?: ActorStream;
   private writer?: BatchWriter<m.Call>;
   private readonly assembler = new ChunkAssembler();
   private recovering = false;
@@ -84,45 +87,98 @@ export class ActorConnection {
 
   /** Calls `method`; `options` (already validated, see call-options.ts) add a deadline or signal. */
   call(method: string, args: readonly unknown[], options?: CallOptions): Promise<unknown> {
-    if (this.dead) return Promise.reject(this.dead);
-    if (options?.signal?.aborted) return Promise.reject(this.cancelledError(method, options.signal));
+    const refused = this.refusal(method, options);
+    if (refused) return Promise.reject(refused);
+    return new Promise((resolve, reject) => this.submit(method, args, options, resolve, reject));
+  }
+
+  /**
+   * Calls `method` as a stream (see streamed-call.ts): its items arrive as the actor's
+   * generator yields them, at most STREAM_WINDOW_ITEMS ahead of the consumer. A call that has
+   * delivered an item is never resent (its items would repeat): when the connection breaks
+   * after one, the stream ends with the actor's fate (ActorDiedError, ActorUnavailableError).
+   */
+  stream(method: string, args: readonly unknown[], options?: CallOptions): StreamedCall<unknown> {
+    let call: PendingCall | undefined;
+    const receiver = new StreamedCall<unknown>({
+      consumed: (count) => {
+        if (!call || !this.pending.has(call.id)) return;
+        const flow = call.stream!;
+        flow.consumed += count;
+        if (flow.consumed < STREAM_CREDIT_BATCH || !call.sent) return;
+        this.writer?.push({ callId: call.id, method: '', args: NO_ARGS, more: false, credit: flow.consumed });
+        flow.consumed = 0;
+      },
+      cancel: () => {
+        if (call) this.abandon(call, this.closedStreamError(method), 'CALL_CANCEL_BY_CALLER');
+      },
+    });
+    const refused = this.refusal(method, options);
+    if (refused) {
+      receiver.fail(refused);
+      return receiver;
+    }
+    call = this.submit(
+      method,
+      args,
+      options,
+      (value) => receiver.finish(value),
+      (err) => receiver.fail(err),
+      receiver,
+    );
+    return receiver;
+  }
+
+  /** Why a call cannot even be submitted (dead actor, aborted signal, too many pending). */
+  private refusal(method: string, options?: CallOptions): Error | undefined {
+    if (this.dead) return this.dead;
+    if (options?.signal?.aborted) return this.cancelledError(method, options.signal);
     if (this.policy.maxPendingCalls >= 0 && this.pending.size >= this.policy.maxPendingCalls) {
-      return Promise.reject(
-        new PendingCallsLimitExceededError(
-          `actor ${this.actorId} already has ${this.pending.size} calls pending (maxPendingCalls ${this.policy.maxPendingCalls})`,
-          { fields: { actorId: this.actorId, maxPendingCalls: this.policy.maxPendingCalls } },
-        ),
+      return new PendingCallsLimitExceededError(
+        `actor ${this.actorId} already has ${this.pending.size} calls pending (maxPendingCalls ${this.policy.maxPendingCalls})`,
+        { fields: { actorId: this.actorId, maxPendingCalls: this.policy.maxPendingCalls } },
       );
     }
-    return new Promise((resolve, reject) => {
-      const id = this.nextId;
-      this.nextId = this.nextId >= 0xffffffff ? 1 : this.nextId + 1;
-      const release = holdLoopForCall();
-      const call: PendingCall = {
-        id,
-        method,
-        args: encodeArgs(args),
-        retriesLeft: this.policy.maxTaskRetries,
-        sent: false,
-        resolve: (value) => {
-          release();
-          resolve(value);
-        },
-        reject: (err) => {
-          release();
-          reject(err);
-        },
-      };
-      this.pending.set(id, call);
-      if (options) this.watch(call, options);
-      if (this.confirmed) this.send(call);
-      else {
-        this.waiting.push(call);
-        // A stream that is open but not yet accepted sends it once accepted; opening another
-        // one now would orphan that stream, and with it the reply to a call already sent on it.
-        if (!this.stream) this.recover();
-      }
-    });
+    return undefined;
+  }
+
+  private submit(
+    method: string,
+    args: readonly unknown[],
+    options: CallOptions | undefined,
+    resolve: (value: unknown) => void,
+    reject: (err: Error) => void,
+    receiver?: StreamedCall<unknown>,
+  ): PendingCall {
+    const id = this.nextId;
+    this.nextId = this.nextId >= 0xffffffff ? 1 : this.nextId + 1;
+    const release = holdLoopForCall();
+    const call: PendingCall = {
+      id,
+      method,
+      args: encodeArgs(args),
+      retriesLeft: this.policy.maxTaskRetries,
+      sent: false,
+      resolve: (value) => {
+        release();
+        resolve(value);
+      },
+      reject: (err) => {
+        release();
+        reject(err);
+      },
+      ...(receiver ? { stream: { receiver, consumed: 0 } } : {}),
+    };
+    this.pending.set(id, call);
+    if (options) this.watch(call, options);
+    if (this.confirmed) this.send(call);
+    else {
+      this.waiting.push(call);
+      // A stream that is open but not yet accepted sends it once accepted; opening another
+      // one now would orphan that stream, and with it the reply to a call already sent on it.
+      if (!this.transport) this.recover();
+    }
+    return call;
   }
 
   /**
@@ -169,6 +225,15 @@ export class ActorConnection {
     call.reject(err);
   }
 
+  private closedStreamError(method: string): CallCancelledError {
+    return new CallCancelledError(
+      `the stream of ${method} from actor ${this.actorId} was closed by its consumer`,
+      {
+        fields: { actorId: this.actorId, method },
+      },
+    );
+  }
+
   private cancelledError(method: string, signal: AbortSignal): CallCancelledError {
     const reason: unknown = signal.reason;
     return new CallCancelledError(`call ${method} to actor ${this.actorId} was cancelled by its signal`, {
@@ -198,8 +263,12 @@ export class ActorConnection {
         method: i === 0 ? call.method : '',
         args: chunks[i],
         more: i < chunks.length - 1,
+        // The method name, the stream flag and the window ride on the first chunk only.
+        ...(i === 0 && call.stream ? { stream: true, credit: STREAM_WINDOW_ITEMS } : {}),
       });
     }
+    // A resent stream starts with a fresh window.
+    if (call.stream) call.stream.consumed = 0;
   }
 
   private openStream(address: string, incarnation: number): void {
@@ -219,23 +288,23 @@ export class ActorConnection {
         // Calls go out only once the actor process has accepted the stream, so a stream to
         // an address that turns out stale does not use up their retries.
         onConfirmed: () => {
-          if (this.stream !== stream) return;
+          if (this.transport !== stream) return;
           this.confirmed = true;
           const waiting = this.waiting;
           this.waiting = [];
           for (const call of waiting) if (this.pending.has(call.id)) this.send(call);
         },
         onFrame: (frame) => {
-          if (this.stream === stream) this.onReplies(frame);
+          if (this.transport === stream) this.onReplies(frame);
         },
         onClosed: (err) => {
-          if (this.stream !== stream) return;
+          if (this.transport !== stream) return;
           this.teardownStream();
           if (!this.closed) this.onBroken(err);
         },
       },
     );
-    this.stream = stream;
+    this.transport = stream;
     this.writer = new BatchWriter<m.Call>(
       {
         write: (calls) => stream.write({ calls }),
@@ -252,6 +321,10 @@ export class ActorConnection {
       if (bytes === undefined) continue;
       const call = this.pending.get(reply.callId);
       if (!call) continue;
+      if (reply.item) {
+        if (call.stream) this.onItem(call, bytes);
+        continue;
+      }
       this.pending.delete(reply.callId);
       if (reply.error?.name) {
         call.reject(fromErrorInfo(reply.error));
@@ -265,9 +338,22 @@ export class ActorConnection {
     }
   }
 
+  private onItem(call: PendingCall, bytes: Buffer): void {
+    // Items have reached the caller: resending the call would repeat them.
+    call.retriesLeft = 0;
+    let item: unknown;
+    try {
+      item = decode(bytes, this.host.handleFactory);
+    } catch (err) {
+      this.abandon(call, err as Error, 'CALL_CANCEL_BY_CALLER');
+      return;
+    }
+    call.stream!.receiver.push(item);
+  }
+
   private teardownStream(): void {
-    const stream = this.stream;
-    this.stream = undefined;
+    const stream = this.transport;
+    this.transport = undefined;
     this.confirmed = false;
     this.writer?.close();
     this.writer = undefined;

@@ -14,7 +14,7 @@ import type * as m from '../../proto/messages.js';
 import { STREAM_METADATA } from './actor-connection.js';
 import { SESSION_WINDOW_BYTES, STREAM_WINDOW_BYTES } from './actor-stream.js';
 import { BatchWriter, microtaskScheduler } from './batch-writer.js';
-import type { CallExecutor } from './call-executor.js';
+import type { CallExecutor, StreamSink } from './call-executor.js';
 import { CallScope, cancelError } from './call-scope.js';
 import { ChunkAssembler, splitPayload } from './chunks.js';
 import { decodeArgs, encode, type HandleFactory } from './codec.js';
@@ -163,10 +163,12 @@ export class ActorServer {
     );
     const deframer = new Deframer();
     const assembler = new ChunkAssembler();
-    // Chunked arguments: the method name rides on the first chunk only.
-    const chunkedMethods = new Map<number, string>();
+    // Chunked arguments: the method name (and a stream's window) ride on the first chunk only.
+    const chunkedMethods = new Map<number, { method: string; stream: number }>();
     // Calls of this stream that have not replied yet, for cancel frames and a caller that leaves.
     const inFlight = new Map<number, CallScope>();
+    // Streamed calls of this stream that have not ended, for the caller's credit frames.
+    const flows = new Map<number, StreamFlow>();
     let open = true;
     const close = () => {
       if (!open) return;
@@ -178,6 +180,7 @@ export class ActorServer {
       // these calls any more.
       for (const scope of inFlight.values()) scope.cancel(cancelError('caller-gone', scope, actor.actorId));
       inFlight.clear();
+      flows.clear();
     };
     stream.once('close', close);
     stream.once('aborted', close);
@@ -203,34 +206,59 @@ export class ActorServer {
             scope?.cancel(cancelError(why, scope, actor.actorId));
             continue;
           }
+          if (!call.stream && call.credit > 0 && !call.method && call.args.length === 0) {
+            flows.get(call.callId)?.grant(call.credit);
+            continue;
+          }
           const whole = assembler.add(call.callId, call.args, call.more);
           if (!whole) {
-            if (call.method) chunkedMethods.set(call.callId, call.method);
+            if (call.method)
+              chunkedMethods.set(call.callId, { method: call.method, stream: call.stream ? call.credit : 0 });
             continue;
           }
           let method = call.method;
+          let window = call.stream ? call.credit : 0;
           if (!method) {
-            method = chunkedMethods.get(call.callId) ?? '';
+            const first = chunkedMethods.get(call.callId);
+            method = first?.method ?? '';
+            window = first?.stream ?? 0;
             chunkedMethods.delete(call.callId);
           }
           const scope = new CallScope(method, call.callId);
           inFlight.set(call.callId, scope);
-          this.dispatch(actor, scope, whole, writer, () => {
-            inFlight.delete(call.callId);
-            return open && !scope.cancelled;
-          });
+          let flow: StreamFlow | undefined;
+          if (window > 0) {
+            flow = new StreamFlow(window, scope);
+            flows.set(call.callId, flow);
+          }
+          this.dispatch(
+            actor,
+            scope,
+            whole,
+            writer,
+            () => {
+              inFlight.delete(call.callId);
+              flows.delete(call.callId);
+              return open && !scope.cancelled;
+            },
+            flow && { flow, wanted: () => open && !scope.cancelled },
+          );
         }
       }
     });
   }
 
-  /** Runs one call; `settle` is told when it replies and says whether the reply is wanted. */
+  /**
+   * Runs one call; `settle` is told when it replies and says whether the reply is wanted. A
+   * streamed call (`streamed`) sends each item as it comes, within the caller's credit.
+   */
   private dispatch(
     actor: HostedActor,
     scope: CallScope,
     argBytes: Buffer,
     writer: BatchWriter<m.Reply>,
     settle: () => boolean,
+    streamed?: { flow: StreamFlow; wanted: () => boolean },
   ): void {
     const { method, callId } = scope;
     const started = actor.onCall ? performance.now() : 0;
@@ -266,6 +294,57 @@ export class ActorServer {
       });
       return;
     }
-    actor.executor.submit({ method, args, done: reply, scope });
+    const stream: StreamSink | undefined = streamed && {
+      item: (value) => {
+        if (!streamed.wanted()) return;
+        let bytes: Buffer;
+        try {
+          bytes = encode(value);
+        } catch (err) {
+          throw new TypeError(`an item of ${method} cannot be sent back: ${(err as Error).message}`);
+        }
+        const chunks = splitPayload(bytes);
+        for (let i = 0; i < chunks.length; i++) {
+          writer.push({ callId, result: chunks[i], more: i < chunks.length - 1, item: true });
+        }
+        return streamed.flow.spend();
+      },
+    };
+    actor.executor.submit({ method, args, done: reply, scope, ...(stream ? { stream } : {}) });
+  }
+}
+
+/**
+ * The credit of one streamed call: items the actor may still send before the caller takes
+ * more. Spending the last one makes the executor wait (it stops pulling from the generator)
+ * until credit comes back or the call is cancelled.
+ */
+class StreamFlow {
+  private waiter?: () => void;
+
+  constructor(
+    private credit: number,
+    private readonly scope: CallScope,
+  ) {}
+
+  /** One item sent; resolves when the next one may be pulled. */
+  spend(): Promise<void> | undefined {
+    this.credit--;
+    if (this.credit > 0 || this.scope.cancelled) return undefined;
+    return new Promise<void>((resolve) => {
+      const signal = this.scope.signal;
+      const done = () => {
+        signal.removeEventListener('abort', done);
+        this.waiter = undefined;
+        resolve();
+      };
+      this.waiter = done;
+      signal.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  grant(count: number): void {
+    this.credit += count;
+    if (this.credit > 0) this.waiter?.();
   }
 }

@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { ErrorInfoShape } from '../../common/errors.js';
+import { CallCancelledError } from '../../common/errors.js';
 import { CallExecutor, type CallTask, publicMethods } from './call-executor.js';
+import { CallScope, callSignal } from './call-scope.js';
+import { StreamedCall } from './streamed-call.js';
 
 type Result = { value: unknown } | { error: ErrorInfoShape };
 
@@ -261,5 +264,181 @@ describe('publicMethods', () => {
 
   it('is empty for a plain object with no functions', () => {
     expect(publicMethods({ a: 1 })).toEqual([]);
+  });
+});
+
+/** A streamed call on the executor: the items its sink took, and its end. */
+function streamCall(
+  executor: CallExecutor,
+  method: string,
+  args: unknown[],
+  o: { scope?: CallScope; item?: (value: unknown) => void | Promise<void> } = {},
+) {
+  const items: unknown[] = [];
+  const ended = new Promise<Result>((resolve) => {
+    executor.submit({
+      method,
+      args,
+      done: resolve,
+      ...(o.scope ? { scope: o.scope } : {}),
+      stream: {
+        item: (value) => {
+          items.push(value);
+          return o.item?.(value);
+        },
+      },
+    });
+  });
+  return { items, ended };
+}
+
+class Generators {
+  closed: string[] = [];
+  signals: (AbortSignal | undefined)[] = [];
+
+  async *numbers(n: number): AsyncGenerator<number, string> {
+    for (let i = 0; i < n; i++) yield i;
+    return `sent ${n}`;
+  }
+
+  async *watched(tag: string): AsyncGenerator<number, void> {
+    this.signals.push(callSignal());
+    try {
+      for (let i = 0; ; i++) {
+        yield i;
+        await tick(1);
+      }
+    } finally {
+      this.closed.push(tag);
+    }
+  }
+
+  async *breaks(): AsyncGenerator<number, void> {
+    yield 1;
+    throw new RangeError('item 2 is out of range');
+  }
+
+  async iterableLater(): Promise<AsyncIterable<number>> {
+    await tick();
+    return this.numbers(2);
+  }
+
+  plain(): number {
+    return 1;
+  }
+}
+
+describe('CallExecutor: streamed calls', () => {
+  it('passes every item to the sink in order and ends with the return value', async () => {
+    const executor = new CallExecutor(new Generators() as never, 'Generators', 10);
+    const { items, ended } = streamCall(executor, 'numbers', [5]);
+    expect(await ended).toEqual({ value: 'sent 5' });
+    expect(items).toEqual([0, 1, 2, 3, 4]);
+    // A method that returns a promise of an iterable streams too.
+    const later = streamCall(executor, 'iterableLater', []);
+    expect(await later.ended).toEqual({ value: 'sent 2' });
+    expect(later.items).toEqual([0, 1]);
+  });
+
+  it("waits for the sink's promise before pulling the next item (flow control)", async () => {
+    const executor = new CallExecutor(new Generators() as never, 'Generators', 10);
+    const credit = deferred();
+    const { items, ended } = streamCall(executor, 'numbers', [3], {
+      item: (v) => (v === 0 ? credit.promise : undefined),
+    });
+    await tick(5);
+    expect(items).toEqual([0]);
+    credit.resolve();
+    expect(await ended).toEqual({ value: 'sent 3' });
+    expect(items).toEqual([0, 1, 2]);
+  });
+
+  it('holds its concurrency slot until the stream ends', async () => {
+    const executor = new CallExecutor(new Generators() as never, 'Generators', 1);
+    const credit = deferred();
+    const stream = streamCall(executor, 'numbers', [2], { item: () => credit.promise });
+    const after = call(executor, 'plain');
+    await tick(5);
+    expect(executor.busy).toBe(2);
+    credit.resolve();
+    await stream.ended;
+    expect(await after).toEqual({ value: 1 });
+  });
+
+  it('a cancelled stream sees callSignal() abort and its generator is closed', async () => {
+    const instance = new Generators();
+    const executor = new CallExecutor(instance as never, 'Generators', 10);
+    const scope = new CallScope('watched', 1);
+    const { items, ended } = streamCall(executor, 'watched', ['w'], { scope });
+    await tick(10);
+    expect(items.length).toBeGreaterThan(0);
+    scope.cancel(new CallCancelledError('the caller cancelled watched'));
+    const result = await ended;
+    expect('error' in result && result.error.name).toBe('ActorError');
+    expect(instance.closed).toEqual(['w']);
+    expect(instance.signals[0]?.aborted).toBe(true);
+  });
+
+  it('a sink that cannot send an item ends the call with that error and closes the generator', async () => {
+    const instance = new Generators();
+    const executor = new CallExecutor(instance as never, 'Generators', 10);
+    const { ended } = streamCall(executor, 'watched', ['s'], {
+      item: () => {
+        throw new TypeError('an item of watched cannot be sent back');
+      },
+    });
+    const result = await ended;
+    expect('error' in result && result.error.message).toMatch(/cannot be sent back/);
+    expect(instance.closed).toEqual(['s']);
+  });
+
+  it("ends with the generator's error after the items before it", async () => {
+    const executor = new CallExecutor(new Generators() as never, 'Generators', 10);
+    const { items, ended } = streamCall(executor, 'breaks', []);
+    const result = await ended;
+    expect(items).toEqual([1]);
+    expect('error' in result && result.error.message).toMatch(/item 2 is out of range/);
+  });
+
+  it('refuses a plain call of a generator method and a streamed call of a plain one, naming the other', async () => {
+    const executor = new CallExecutor(new Generators() as never, 'Generators', 10);
+    const plain = await call(executor, 'numbers', 2);
+    expect('error' in plain && plain.error.message).toMatch(/streaming method.*handle\.stream\('numbers'/);
+    const streamed = await streamCall(executor, 'plain', []).ended;
+    expect('error' in streamed && streamed.error.message).toMatch(
+      /Generators\.plain returned a number, not an async iterable/,
+    );
+  });
+});
+
+describe('StreamedCall', () => {
+  it('hands out items in order, reports what was taken, and ends with the value or the error once', async () => {
+    const taken: number[] = [];
+    const s = new StreamedCall<string, number>({ consumed: (n) => taken.push(n), cancel: () => {} });
+    const pending = s.next();
+    s.push('a');
+    s.push('b');
+    expect(await pending).toEqual({ value: 'a', done: false });
+    s.finish(7);
+    expect(await s.next()).toEqual({ value: 'b', done: false });
+    expect(await s.next()).toEqual({ value: 7, done: true });
+    expect(await s.next()).toEqual({ value: undefined, done: true });
+    expect(taken).toEqual([1, 1]);
+    const failing = new StreamedCall<string>({ consumed: () => {}, cancel: () => {} });
+    failing.fail(new RangeError('gone'));
+    await expect(failing.next()).rejects.toThrow(RangeError);
+    expect((await failing.next()).done).toBe(true);
+  });
+
+  it('cancels the call when closed before its end, not after', async () => {
+    let cancelled = 0;
+    const open = new StreamedCall<number>({ consumed: () => {}, cancel: () => cancelled++ });
+    open.push(1);
+    for await (const _ of open) break;
+    expect(cancelled).toBe(1);
+    const ended = new StreamedCall<number>({ consumed: () => {}, cancel: () => cancelled++ });
+    ended.finish(undefined);
+    await ended.return();
+    expect(cancelled).toBe(1);
   });
 });

@@ -65,7 +65,9 @@ function hasAsyncMethods(obj: object): boolean {
   ) {
     for (const name of Object.getOwnPropertyNames(proto)) {
       const desc = Object.getOwnPropertyDescriptor(proto, name);
-      if (typeof desc?.value === 'function' && desc.value.constructor?.name === 'AsyncFunction') return true;
+      const kind = typeof desc?.value === 'function' ? desc.value.constructor?.name : undefined;
+      // As in Ray, an async generator (a streaming method) makes the actor async too.
+      if (kind === 'AsyncFunction' || kind === 'AsyncGeneratorFunction') return true;
     }
   }
   return false;

@@ -4,11 +4,19 @@
  * templating and detokenization happen here with the same files: what the personal track's
  * OpenAI-compatible endpoint serves, so live (or simulated) sessions talk to the policy being
  * trained.
+ *
+ * A request with `onToken` (a streaming client) is a streamed actor call
+ * (`RolloutEngine.generateStream`): tokens reach `onToken` as the engine samples them, and the
+ * request's signal (the HTTP client going away) cancels the call and with it the generation.
+ * An engine that dies before any token was handed on is replaced by another, as for a plain
+ * call; once tokens went out, the request fails (the client's stream ends with an error event)
+ * rather than start over with different tokens.
  */
 import type { ChatMessage, ChatModel, ToolCall, ToolSchema } from '../../actors/rollout/chat-model.js';
 import type { GenerateRequest, GenerateResult } from '../../actors/rollout/rollout-engine.js';
 import { GenerationAbortedError } from '../../actors/rollout/rollout-engine.js';
 import type { RolloutEngine } from '../../actors/rollout/rollout-engine-actor.js';
+import type { Sampled } from '../../actors/rollout/sampler.js';
 import type { ActorHandle } from '../../actors/runtime/actor-handle.js';
 import type { ChatCodec } from './chat-codec.js';
 import type { EnginePool } from './engine-pool.js';
@@ -51,6 +59,10 @@ export class RemoteChatModel implements ChatModel {
     return this.codec.maxContext;
   }
 
+  get vocabSize(): number {
+    return this.codec.vocabSize;
+  }
+
   encodeChatWithin(
     messages: ChatMessage[],
     tools: ToolSchema[] | undefined,
@@ -82,20 +94,52 @@ export class RemoteChatModel implements ChatModel {
   async generate(request: GenerateRequest): Promise<GenerateResult> {
     const { onToken, signal, ...wire } = request;
     if (signal?.aborted) throw new GenerationAbortedError('the request was aborted');
-    const result = await this.engines.run(async (engine, index) => {
-      const since = this.engines.servedVersion(index);
-      // A client that goes away stops the remote generation too.
-      const r = await engine.options({ signal }).call('generate', wire);
-      this.engines.noteVersion(index, r.weightVersion, since);
-      return r;
-    }, isPeerLoss);
+    let handedOn = 0;
+    const result = await this.engines.run(
+      async (engine, index) => {
+        const since = this.engines.servedVersion(index);
+        // A client that goes away stops the remote generation too.
+        const calls = engine.options({ signal });
+        let r: GenerateResult;
+        if (!onToken) {
+          r = await calls.call('generate', wire);
+        } else {
+          try {
+            r = await streamTokens(calls.stream('generateStream', wire), (token) => {
+              handedOn++;
+              onToken(token);
+            });
+          } catch (err) {
+            // Not tried again (see below), but the engine is gone all the same.
+            if (handedOn > 0 && isPeerLoss(err)) this.engines.markDown(index, (err as Error).message);
+            throw err;
+          }
+        }
+        this.engines.noteVersion(index, r.weightVersion, since);
+        return r;
+      },
+      // Tokens already handed on cannot be taken back: only a request that sent none starts over.
+      (err) => handedOn === 0 && isPeerLoss(err),
+    );
     this.version = Math.max(this.version, result.weightVersion);
-    // Tokens cross the wire together: a streaming client gets them at the end, in order.
-    if (onToken) {
-      result.tokenIds.forEach((tokenId, i) => {
-        onToken({ tokenId, logprob: result.logprobs[i] });
-      });
-    }
     return result;
+  }
+}
+
+/** Hands each streamed token to `onToken` as its batch arrives; resolves with the result. */
+async function streamTokens(
+  stream: AsyncIterator<Sampled[], GenerateResult>,
+  onToken: (token: Sampled) => void,
+): Promise<GenerateResult> {
+  try {
+    for (;;) {
+      const step = await stream.next();
+      if (step.done) return step.value;
+      for (const token of step.value) onToken(token);
+    }
+  } catch (err) {
+    // A call still running (onToken threw) is cancelled; an ended one is left as it is.
+    await stream.return?.();
+    throw err;
   }
 }

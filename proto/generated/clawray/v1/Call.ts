@@ -8,6 +8,8 @@ export interface Call {
   'args'?: (Buffer | Uint8Array | string);
   'more'?: (boolean);
   'cancel'?: (_clawray_v1_CallCancel);
+  'stream'?: (boolean);
+  'credit'?: (number);
 }
 
 export interface Call__Output {
@@ -16,4 +18,6 @@ export interface Call__Output {
   'args': (Buffer);
   'more': (boolean);
   'cancel': (_clawray_v1_CallCancel__Output);
+  'stream': (boolean);
+  'credit': (number);
 }

@@ -7,6 +7,7 @@ export interface Reply {
   'result'?: (Buffer | Uint8Array | string);
   'more'?: (boolean);
   'error'?: (_clawray_v1_ErrorInfo | null);
+  'item'?: (boolean);
 }
 
 export interface Reply__Output {
@@ -14,4 +15,5 @@ export interface Reply__Output {
   'result': (Buffer);
   'more': (boolean);
   'error': (_clawray_v1_ErrorInfo__Output | null);
+  'item': (boolean);
 }
