@@ -160,6 +160,8 @@ export function rljobSummaryLine(job: JobView, summary: RLJobSummary | null): st
     track: summary?.track ?? null,
     method: summary?.method ?? null,
     steps: summary?.steps ?? 0,
+    // Steps the trainer did not take (loss or gradients not finite): the weights stayed as they were.
+    skippedSteps: summary?.skippedSteps ?? 0,
     metric: summary?.metric ?? null,
     heldoutStart: summary?.heldout?.start ?? null,
     // After train.warmup's SFT: where RL itself started (null without a warm start).

@@ -108,6 +108,7 @@ describe('the dashboard and the alerts', () => {
       'ClawrayJobFailed',
       'ClawrayNodeDead',
       'ClawrayTrainerIdle',
+      'ClawrayTrainerSkippedSteps',
     ]);
     for (const r of alerts) {
       expect(['critical', 'warning', 'info'], r.alert).toContain(r.labels.severity);

@@ -4,18 +4,15 @@
  * ways: X-Session-Id, OpenClaw's prompt_cache_key, a per-session key) while the job judges,
  * trains and swaps weights under them; `job stop` ends it STOPPED after its steps.
  */
-import { execFile, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { distEntry } from '../common/package-root.js';
 import { TestCluster } from './helpers/processes.js';
 import { writeTinyPrm } from './helpers/tiny-prm.js';
-
-const execFileAsync = promisify(execFile);
 
 // The judge is a real (tiny) ONNX classifier: "thanks"/"great" in the next state read as good, "wrong"/"again" as bad.
 const manifest = (prmDir: string) => `apiVersion: clawray.dev/v1
@@ -34,15 +31,7 @@ describe('a live personal job (no simulated user) driven by the openai client', 
   const tc = new TestCluster();
   const dir = mkdtempSync(join(tmpdir(), 'clawray-live-'));
 
-  const cli = async (args: string[]) => {
-    const argv = [...args.slice(0, 2), '--address', tc.head!.address, ...args.slice(2)];
-    const { stdout } = await execFileAsync(process.execPath, [distEntry('cli/main'), ...argv], {
-      env: { ...process.env, CLAWRAY_ADDRESS: '', ...tc.env },
-      timeout: 150_000,
-      cwd: dir,
-    });
-    return stdout;
-  };
+  const cli = (args: string[]) => tc.cli(args, dir);
 
   beforeAll(async () => {
     await tc.startHead();

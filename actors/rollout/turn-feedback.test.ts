@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { NotFoundError } from '../../common/errors.js';
+import { ConfigError, NotFoundError } from '../../common/errors.js';
 import { SessionKeys } from './session-keys.js';
 import { TurnAlreadyJudgedError, TurnFeedback } from './turn-feedback.js';
 
@@ -22,17 +22,42 @@ describe('TurnFeedback', () => {
   });
 
   it('refuses feedback on turns it does not know, on another session, or with nothing in it', () => {
-    const book = new TurnFeedback(2);
+    const book = new TurnFeedback({ maxTurns: 2 });
     book.noteTurn('a', 'x1');
     expect(() => book.give({ sessionId: 'b', interactionId: 'x1', reward: 1 })).toThrow(NotFoundError);
     expect(() => book.give({ sessionId: 'b', reward: 1 })).toThrow(/has no recorded turn yet/);
     expect(() => book.give({ sessionId: 'a' })).toThrow(/a reward, a correction, or both/);
-    expect(() => book.give({ sessionId: 'a', reward: Number.NaN })).toThrow(/finite/);
+    expect(() => book.give({ sessionId: 'a', reward: Number.NaN })).toThrow(/in \[-1, 1\]/);
     // Bounded: the oldest turns are forgotten.
     book.noteTurn('a', 'x2');
     book.noteTurn('a', 'x3');
     expect(() => book.give({ sessionId: 'a', interactionId: 'x1', reward: 1 })).toThrow(NotFoundError);
     expect(book.give({ sessionId: 'a', reward: 1 }).interactionId).toBe('x3');
+  });
+
+  it("holds rewards to the judge's range: out-of-range and non-finite rewards are refused, naming it", () => {
+    const book = new TurnFeedback();
+    book.noteTurn('a', 'x1');
+    for (const reward of [1e308, -1e308, 50, 1.0001, Number.POSITIVE_INFINITY, Number.NaN]) {
+      const thrown = (() => {
+        try {
+          book.give({ sessionId: 'a', reward });
+        } catch (err) {
+          return err as ConfigError;
+        }
+      })();
+      expect(thrown).toBeInstanceOf(ConfigError);
+      expect(thrown?.message).toContain("in [-1, 1] (the job's judge.rewardRange)");
+    }
+    expect(book.stats().given).toBe(0);
+    expect(book.give({ sessionId: 'a', reward: -1 }).interactionId).toBe('x1');
+    // A custom judge's scale, declared by the job.
+    const scaled = new TurnFeedback({ rewardRange: [0, 10] });
+    scaled.noteTurn('a', 'x1');
+    expect(() => scaled.give({ sessionId: 'a', reward: -1 })).toThrow(/in \[0, 10\]/);
+    expect(scaled.give({ sessionId: 'a', reward: 7.5 }).interactionId).toBe('x1');
+    expect(scaled.take('x1')).toMatchObject({ reward: 7.5 });
+    expect(() => new TurnFeedback({ rewardRange: [1, 1] })).toThrow(/lowest < highest/);
   });
 });
 

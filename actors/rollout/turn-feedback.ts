@@ -38,13 +38,38 @@ interface TurnEntry {
 
 const MAX_CORRECTION_CHARS = 16_384;
 
+export interface TurnFeedbackOptions {
+  /**
+   * The rewards a turn may get, [lowest, highest] (the job's `judge.rewardRange`): a reward
+   * replaces the judge's score, so it is held to the judge's scale. Default [-1, 1], the
+   * built-in judges' majority scores.
+   */
+  rewardRange?: readonly [number, number];
+  /** Turns remembered (the oldest is forgotten past it). Default 100 000. */
+  maxTurns?: number;
+}
+
 export class TurnFeedback {
   /** requestId → turn, in completion order (the oldest is forgotten past `maxTurns`). */
   private readonly turns = new Map<string, TurnEntry>();
   private readonly latest = new Map<string, string>();
   private given = 0;
+  readonly rewardRange: readonly [number, number];
+  private readonly maxTurns: number;
 
-  constructor(private readonly maxTurns = 100_000) {}
+  constructor(options: TurnFeedbackOptions = {}) {
+    const [low, high] = options.rewardRange ?? [-1, 1];
+    if (!(Number.isFinite(low) && Number.isFinite(high) && low < high)) {
+      throw new ConfigError(
+        `rewardRange must be [lowest, highest] with lowest < highest, got [${low}, ${high}]`,
+        {
+          fields: { option: 'rewardRange' },
+        },
+      );
+    }
+    this.rewardRange = [low, high];
+    this.maxTurns = options.maxTurns ?? 100_000;
+  }
 
   /** A main turn of `sessionId` finished and will be recorded. */
   noteTurn(sessionId: string, requestId: string): void {
@@ -63,10 +88,14 @@ export class TurnFeedback {
     if (input.reward === undefined && input.correction === undefined) {
       throw new ConfigError('send a reward, a correction, or both', { fields: { param: 'reward' } });
     }
-    if (input.reward !== undefined && !Number.isFinite(input.reward)) {
-      throw new ConfigError(`reward must be a finite number, got ${input.reward}`, {
-        fields: { param: 'reward' },
-      });
+    const [low, high] = this.rewardRange;
+    // A reward stands in for the judge's score in a training step: one outside the judge's
+    // scale (1e308, say) would outweigh every other turn of its batch or overflow the loss.
+    if (input.reward !== undefined && !(input.reward >= low && input.reward <= high)) {
+      throw new ConfigError(
+        `reward must be a number in [${low}, ${high}] (the job's judge.rewardRange), got ${input.reward}`,
+        { fields: { param: 'reward', low, high } },
+      );
     }
     if (input.correction !== undefined && input.correction.length > MAX_CORRECTION_CHARS) {
       throw new ConfigError(`correction is longer than ${MAX_CORRECTION_CHARS} characters`, {

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CheckpointManager, MODEL_FILE, OPTIMIZER_FILE, TRAINER_STATE_FILE } from './checkpoint.js';
+import { NonFiniteWeightsError } from './finite-weights.js';
 import { AdamW } from './optimizer.js';
 
 let dir: string;
@@ -26,7 +27,7 @@ const bits = (a: Float32Array) => [...new Uint32Array(a.buffer, a.byteOffset, a.
 function trainedState() {
   const weights = new Map([
     ['model.embed_tokens.weight', Float32Array.from({ length: 12 }, (_, i) => Math.sin(i) / 3)],
-    ['model.norm.weight', Float32Array.from([1, -0, 1e-38, 3.4e38, Number.NaN, -Number.MIN_VALUE])],
+    ['model.norm.weight', Float32Array.from([1, -0, 1e-38, 3.4e38, 1.4e-45, -Number.MIN_VALUE])],
   ]);
   const shapes = new Map([
     ['model.embed_tokens.weight', [4, 3]],
@@ -170,5 +171,26 @@ describe('CheckpointManager', () => {
       }),
     ).toThrow(/step-4\/model\.safetensors/);
     expect(mgr.list()).toEqual([1, 2]);
+  });
+
+  it('never writes weights or moments that hold a NaN or an infinity', () => {
+    const { weights, shapes, opt } = trainedState();
+    const mgr = new CheckpointManager({ dir });
+    const poisoned = new Map(weights);
+    poisoned.set('model.norm.weight', Float32Array.from([1, Number.NaN, Number.NEGATIVE_INFINITY, 2]));
+    expect(() => mgr.save({ step: 3, weights: poisoned, optimizerState: opt.state() })).toThrow(
+      NonFiniteWeightsError,
+    );
+    expect(() => mgr.save({ step: 3, weights: poisoned })).toThrow(
+      /step-3\/model\.safetensors: 'model\.norm\.weight' holds 2 of 4 values that are NaN or infinite/,
+    );
+    const state = opt.state();
+    state.v.get('model.embed_tokens.weight')![5] = Number.POSITIVE_INFINITY;
+    expect(() => mgr.save({ step: 3, weights, shapes, optimizerState: state })).toThrow(
+      /optimizer\.safetensors: 'model\.embed_tokens\.weight' holds 1 of 12/,
+    );
+    // Nothing reached the disk.
+    expect(mgr.list()).toEqual([]);
+    expect(existsSync(dir) ? readdirSync(dir) : []).toEqual([]);
   });
 });

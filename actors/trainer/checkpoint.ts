@@ -35,6 +35,7 @@ import {
   writeSafetensorsPlan,
 } from '../models/safetensors.js';
 import type { WeightMap } from '../models/weight-names.js';
+import { assertFiniteWeights } from './finite-weights.js';
 import type { AdamWState } from './optimizer.js';
 
 export const MODEL_FILE = 'model.safetensors';
@@ -207,6 +208,11 @@ export class CheckpointManager {
         });
       }
       modelTensors.set(name, { shape: [...(shapes?.get(name) ?? [data.length])], data });
+    }
+    assertFiniteWeights(weights, modelFile);
+    if (optimizerState) {
+      assertFiniteWeights(optimizerState.m, join(finalDir, OPTIMIZER_FILE));
+      assertFiniteWeights(optimizerState.v, join(finalDir, OPTIMIZER_FILE));
     }
     const modelPlan = plan(modelFile, modelTensors);
     let optimizerPlan: SafetensorsPlan | null = null;

@@ -18,14 +18,18 @@ export function globalNorm(grads: ReadonlyMap<string, Float32Array>): number {
  * Scales every gradient in place by `maxNorm / (norm + 1e-6)` when that is below 1 (torch's
  * rule) and returns the norm before clipping. A non-finite norm (NaN/Inf in some gradient)
  * leaves the gradients untouched: the caller should skip the step when the result is not finite.
+ * `norm`: the gradients' global norm when the caller has it already (one pass fewer).
  */
-export function clipGradNorm(grads: Map<string, Float32Array>, maxNorm: number): number {
+export function clipGradNorm(
+  grads: Map<string, Float32Array>,
+  maxNorm: number,
+  norm: number = globalNorm(grads),
+): number {
   if (!Number.isFinite(maxNorm) || maxNorm <= 0) {
     throw new ConfigError(`clipGradNorm: maxNorm must be a finite number > 0, got ${String(maxNorm)}`, {
       fields: { option: 'maxNorm' },
     });
   }
-  const norm = globalNorm(grads);
   if (!Number.isFinite(norm)) return norm;
   const coef = maxNorm / (norm + 1e-6);
   if (coef < 1) {

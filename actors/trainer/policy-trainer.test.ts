@@ -130,6 +130,46 @@ describe('PolicyTrainer', () => {
     for (const t of [single, ...shards]) t.decoder.dispose();
   });
 
+  it('skips a step whose loss is not finite on any rank: every rank keeps its weights and moments, then trains on', async () => {
+    const shards = [0, 1].map(() => new PolicyTrainer(new TfjsDecoder(model.config, model.weights), options));
+    const before = shards[0].decoder.readWeights();
+    const globalTokens = PolicyTrainer.countTokens(samples);
+    // Rank 1 alone holds a sample whose reward was NaN (a judge that returned NaN), or ±∞.
+    for (const bad of [Number.NaN, Number.POSITIVE_INFINITY, -1e308 * 10]) {
+      const reducers = inMemoryAllReduce(2);
+      const poisoned = [samples[2], { ...samples[3], advantages: bad }];
+      const results = await Promise.all(
+        shards.map((shard, r) =>
+          shard.step(r === 0 ? samples.slice(0, 2) : poisoned, { globalTokens, reduce: reducers[r] }),
+        ),
+      );
+      for (const m of results) {
+        expect(m.skipped).toBe(true);
+        expect(m.step).toBe(0);
+        expect(Number.isFinite(m.gradNorm)).toBe(false);
+      }
+      // Rank 0's own loss was finite: it skipped because the sum told it to.
+      expect(Number.isFinite(results[0].loss)).toBe(true);
+    }
+    for (const shard of shards) {
+      expect(maxWeightDiff(shard, shards[0])).toBe(0);
+      expect(shard.adam.state().m.size).toBe(0); // AdamW never saw the step
+      for (const [name, w] of shard.decoder.readWeights()) expect(w).toEqual(before.get(name));
+    }
+    const reducers = inMemoryAllReduce(2);
+    const next = await Promise.all(
+      shards.map((shard, r) =>
+        shard.step(samples.slice(r * 2, r * 2 + 2), { globalTokens, reduce: reducers[r] }),
+      ),
+    );
+    expect(next.map((m) => [m.skipped, m.step])).toEqual([
+      [false, 1],
+      [false, 1],
+    ]);
+    expect(maxWeightDiff(shards[0], shards[1])).toBe(0);
+    for (const t of shards) t.decoder.dispose();
+  });
+
   it('accumulates micro-batches into the same step as the whole batch at once', async () => {
     const whole = new PolicyTrainer(new TfjsDecoder(model.config, model.weights), options);
     const micro = new PolicyTrainer(new TfjsDecoder(model.config, model.weights), {

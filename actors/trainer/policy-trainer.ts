@@ -23,7 +23,7 @@ import * as tf from '@tensorflow/tfjs';
 import { ClawrayError, ConfigError, registerErrorClass } from '../../common/errors.js';
 import type { TfjsDecoder } from '../models/tfjs-decoder.js';
 import { tokenLogprobs } from '../models/tfjs-decoder.js';
-import { clipGradNorm } from './grad-clip.js';
+import { clipGradNorm, globalNorm } from './grad-clip.js';
 import {
   klPerToken,
   ppoClipLoss,
@@ -83,7 +83,7 @@ export interface PolicyTrainerOptions {
   method: 'rl' | 'sft';
   optimizer: AdamWOptions;
   schedule?: Omit<LrScheduleOptions, 'baseLr'>;
-  /** Global gradient norm cap; 0 turns clipping off. Default 1. */
+  /** Global gradient norm cap; 0 turns clipping off (the norm is still reported). Default 1. */
   maxGradNorm?: number;
   /** PPO's asymmetric clip [ε_low, ε_high]. Default [0.2, 0.28]. */
   clip?: [number, number];
@@ -154,6 +154,11 @@ export type CustomLoss = (input: {
 }) => tf.Scalar;
 
 export interface StepMetrics {
+  /**
+   * The loss or the summed gradients were not finite (NaN, ±Infinity): the step was not taken,
+   * `step` is the version before it, and every rank of a data-parallel group skipped it.
+   */
+  skipped: boolean;
   step: number;
   loss: number;
   pgLoss: number;
@@ -343,20 +348,31 @@ export class PolicyTrainer {
       totals.distillTokens += part.distillTokens;
       totals.distilled ||= part.distilled;
     }
+    // A rank whose loss is not finite poisons its gradient, so that the sum every rank gets
+    // from the all-reduce is not finite either and all of them skip the step together.
+    if (!Number.isFinite(totals.loss)) flat![0] = Number.NaN;
     await options.reduce?.(flat!);
     const summed = unflatten(flat!, this.names, this.shapes);
-    const gradNorm =
-      this.options.maxGradNorm === 0 ? Number.NaN : clipGradNorm(summed, this.options.maxGradNorm ?? 1);
+    const gradNorm = globalNorm(summed);
     const lr =
       options.lr ??
       lrAt(this.optimizer.stepsTaken, {
         baseLr: this.options.optimizer.lr,
         ...this.options.schedule,
       });
-    const params = this.decoder.readTrainable();
-    this.optimizer.step(params, summed, lr);
-    this.decoder.assignTrainable(params);
+    // As torch's GradScaler and DeepSpeed do with an overflow: a step whose gradients are not
+    // finite is not taken. The weights and AdamW's moments stay as they were (one NaN in a
+    // moment would poison every later step), and the caller counts it.
+    const skipped = !Number.isFinite(gradNorm);
+    if (!skipped) {
+      const maxNorm = this.options.maxGradNorm ?? 1;
+      if (maxNorm !== 0) clipGradNorm(summed, maxNorm, gradNorm);
+      const params = this.decoder.readTrainable();
+      this.optimizer.step(params, summed, lr);
+      this.decoder.assignTrainable(params);
+    }
     return {
+      skipped,
       step: this.optimizer.stepsTaken,
       loss: totals.loss,
       pgLoss: totals.pg / globalTokens,

@@ -19,6 +19,7 @@ import { selectBackend, type TfjsBackendName } from '../models/tfjs-backend.js';
 import { TfjsDecoder } from '../models/tfjs-decoder.js';
 import { type WeightMap, weightSpecs } from '../models/weight-names.js';
 import { CheckpointManager } from './checkpoint.js';
+import { assertFiniteWeights } from './finite-weights.js';
 import { initLoraAdapters, type LoraConfig, loraScale, loraTargets } from './lora.js';
 import { canonicalOrder } from './optimizer.js';
 import {
@@ -101,6 +102,11 @@ function shardMetrics() {
       'clawray_trainer_tis_weight',
       'Mean truncated importance weight min(exp(proximal − rollout logprob), cap) of the last step (train.tis)',
     ),
+    skipped: new Counter({
+      name: 'clawray_trainer_skipped_steps_total',
+      help: 'Steps not taken because their loss or summed gradients were not finite (NaN or infinite): the weights stayed as they were',
+      registers: [register],
+    }),
     backend: new Gauge({
       name: 'clawray_trainer_backend',
       help: 'The TensorFlow.js backend in use (1 for the active one)',
@@ -119,6 +125,12 @@ function loraOption(model: ModelDir, config: LoraConfig, seed: number) {
     dropout: config.dropout,
     adapters: new Map([...adapters].map(([target, a]) => [target, { A: a.A, B: a.B, rank: a.rank }])),
   };
+}
+
+/** Weights leaving the shard for rollout engines: never a NaN or an infinity. */
+function publishable(weights: Map<string, Float32Array>): Record<string, Float32Array> {
+  assertFiniteWeights(weights, 'weights to publish');
+  return Object.fromEntries(weights);
 }
 
 export class TrainerShard extends CollectiveMember {
@@ -190,7 +202,8 @@ export class TrainerShard extends CollectiveMember {
       reduce: this.collective ? (flat) => this.allReduce(flat, 'sum') : undefined,
     });
     const m = this.metrics;
-    if (m) {
+    if (m && metrics.skipped) m.skipped.inc();
+    else if (m) {
       m.seconds.observe((performance.now() - started) / 1000);
       m.tokens.inc(metrics.tokens);
       m.loss.set(metrics.loss);
@@ -206,7 +219,7 @@ export class TrainerShard extends CollectiveMember {
       if (metrics.tisWeight !== undefined) m.tisWeight.set(metrics.tisWeight);
     }
     const every = this.options.checkpointEvery ?? 0;
-    if (every > 0 && metrics.step % every === 0 && (this.collective?.rank ?? 0) === 0)
+    if (every > 0 && !metrics.skipped && metrics.step % every === 0 && (this.collective?.rank ?? 0) === 0)
       await this.saveCheckpoint();
     return metrics;
   }
@@ -222,7 +235,7 @@ export class TrainerShard extends CollectiveMember {
 
   /** The current weights by Hugging Face name, adapters merged (what rollout engines serve). */
   async readWeights(): Promise<Record<string, Float32Array>> {
-    return Object.fromEntries((await this.loading).trainer.decoder.readMergedWeights());
+    return publishable((await this.loading).trainer.decoder.readMergedWeights());
   }
 
   /**
@@ -234,11 +247,11 @@ export class TrainerShard extends CollectiveMember {
     | { weights: Record<string, Float32Array> }
   > {
     const { trainer } = await this.loading;
-    if (!this.options.lora) return { weights: Object.fromEntries(trainer.decoder.readMergedWeights()) };
+    if (!this.options.lora) return { weights: publishable(trainer.decoder.readMergedWeights()) };
     return {
       lora: {
         scale: loraScale(this.options.lora),
-        adapters: Object.fromEntries(trainer.decoder.readTrainable()),
+        adapters: publishable(trainer.decoder.readTrainable()),
       },
     };
   }

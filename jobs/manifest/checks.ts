@@ -52,7 +52,27 @@ export function crossFieldIssues(raw: RawManifest, m: RLJobManifest): FieldIssue
     if (rawSpec.serve?.auth === 'none' && rawSpec.serve.apiKeyEnv !== undefined) {
       add(['serve', 'apiKeyEnv'], "names the key clients must send, but serve.auth is 'none'; remove one");
     }
+    for (const plugin of ['rollout', 'environment'] as const) {
+      if (rawSpec.plugins[plugin] !== undefined) {
+        add(
+          ['plugins', plugin],
+          "the personal track's turns come from the sessions on its endpoint, not from an environment; remove it",
+        );
+      }
+    }
+    if (rawSpec.plugins.reward !== undefined && method === 'opd') {
+      add(
+        ['plugins', 'reward'],
+        "opd learns from the judge's hints, not from rewards; a reward judge needs method rl or combine",
+      );
+    }
   } else {
+    if (rawSpec.judge.rewardRange !== undefined) {
+      add(
+        ['judge', 'rewardRange'],
+        "bounds the personal track's turn rewards and the feedback its clients give; remove it here",
+      );
+    }
     if (rawSpec.serve) add(['serve'], 'only the personal track serves live sessions; remove spec.serve');
     if (rawSpec.user) add(['user'], 'only the personal track has a simulated user; remove spec.user');
   }

@@ -125,6 +125,12 @@ export const METHOD_DEFAULTS: Readonly<Record<Method, Readonly<MethodDefaults>>>
  */
 export const DEFAULT_STEP_REWARD_COEF = 1.0;
 
+/**
+ * The range of a personal turn's reward when the manifest gives none: the built-in judges vote
+ * +1, −1 or 0 and a turn's score is their majority, so explicit feedback is held to the same.
+ */
+export const DEFAULT_REWARD_RANGE: readonly [number, number] = [-1, 1];
+
 /** Staleness when async (OpenClaw-RL runs exactly one rollout ahead) and when not. */
 export const DEFAULT_MAX_STALENESS = { async: 1, sync: 0 } as const;
 

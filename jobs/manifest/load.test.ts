@@ -151,6 +151,34 @@ describe('parseManifest', () => {
     ).toThrow(/spec\.rollout\.temperature.*greedy/s);
   });
 
+  it("bounds a personal turn's reward (judge.rewardRange) and honours or refuses each plugin there by name", () => {
+    expect(parseManifest(minimal('personal', 'rl'), 'job.yaml').spec.judge.rewardRange).toEqual([-1, 1]);
+    expect(
+      parseManifest(
+        minimal('personal', 'rl', '  judge: { rewardRange: [0, 10] }\n  plugins: { reward: ./r.js }\n'),
+        'job.yaml',
+      ).spec.judge.rewardRange,
+    ).toEqual([0, 10]);
+    expect(parseManifest(minimal('toolcall', 'rl'), 'job.yaml').spec.judge.rewardRange).toBeUndefined();
+    expect(() =>
+      parseManifest(minimal('personal', 'rl', '  judge: { rewardRange: [1, -1] }\n'), 'job.yaml'),
+    ).toThrow(/spec\.judge\.rewardRange.*lowest < highest/s);
+    expect(() =>
+      parseManifest(minimal('personal', 'rl', '  judge: { rewardRange: [0, .inf] }\n'), 'job.yaml'),
+    ).toThrow(/spec\.judge\.rewardRange/);
+    expect(() =>
+      parseManifest(minimal('toolcall', 'rl', '  judge: { rewardRange: [0, 1] }\n'), 'job.yaml'),
+    ).toThrow(/spec\.judge\.rewardRange.*personal track/s);
+    expect(() =>
+      parseManifest(minimal('personal', 'opd', '  plugins: { reward: ./r.js }\n'), 'job.yaml'),
+    ).toThrow(/spec\.plugins\.reward.*opd learns from the judge's hints/s);
+    for (const plugin of ['rollout', 'environment']) {
+      expect(() =>
+        parseManifest(minimal('personal', 'rl', `  plugins: { ${plugin}: ./p.js }\n`), 'job.yaml'),
+      ).toThrow(new RegExp(`spec\\.plugins\\.${plugin}.*not from an environment`, 's'));
+    }
+  });
+
   it('defaults the OPD teacher to frozen only with in-job judge engines on the policy, and refuses it elsewhere', () => {
     const inJob = parseManifest(minimal('personal', 'combine'), 'job.yaml');
     expect(inJob.spec.judge).toMatchObject({ backend: 'llm', model: './models/tiny', teacher: 'frozen' });

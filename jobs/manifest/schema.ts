@@ -13,6 +13,7 @@ import { MAX_JOB_RETRIES } from '../../common/job-names.js';
 import {
   DEFAULT_MAX_DRIVER_RESTARTS,
   DEFAULT_MAX_STALENESS,
+  DEFAULT_REWARD_RANGE,
   DEFAULT_SESSION_IDLE_MS,
   DEFAULT_STEP_REWARD_COEF,
   DEFAULT_TRAIN_STEPS,
@@ -329,6 +330,13 @@ const judgeSchema = section({
     .describe(
       `Env tracks with a model judge or judge.stepRule: final reward = outcome + coef · mean per-turn score. Default ${DEFAULT_STEP_REWARD_COEF} for rl and combine`,
     ),
+  rewardRange: z
+    .tuple([num(), num()], { error: 'a pair [lowest, highest] of finite numbers' })
+    .refine(([low, high]) => low < high, { error: 'a pair [lowest, highest] with lowest < highest' })
+    .optional()
+    .describe(
+      `personal: the range of a turn's reward. Explicit feedback (POST /rl/set_reward) outside it is refused. Default [${DEFAULT_REWARD_RANGE.join(', ')}], the built-in judges' scores; a plugins.reward judge on another scale declares its own`,
+    ),
 });
 
 const optimizerSchema = section({
@@ -528,7 +536,11 @@ const userSchema = section({
 });
 
 const pluginsSchema = section({
-  reward: modulePath().optional().describe('Custom reward function (slime --custom-rm-path)'),
+  reward: modulePath()
+    .optional()
+    .describe(
+      "Custom reward function (slime --custom-rm-path): an env track's episode outcome, or the personal track's per-turn judge",
+    ),
   loss: modulePath().optional().describe('Custom loss (slime --custom-loss-function-path)'),
   environment: modulePath().optional().describe('Custom environment factory (replaces the track env)'),
   rollout: modulePath()
@@ -657,6 +669,7 @@ export function resolveManifest(raw: RawManifest) {
           (backend === 'llm' && !judge.baseURL && (judge.model ?? raw.spec.model.path) === raw.spec.model.path
             ? 'frozen'
             : 'tracking'),
+        rewardRange: envTrack ? undefined : (judge.rewardRange ?? DEFAULT_REWARD_RANGE),
         stepRewardCoef:
           judge.stepRewardCoef ??
           (envTrack && (modelJudge || judge.stepRule) && (method === 'rl' || method === 'combine')

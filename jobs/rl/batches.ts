@@ -116,9 +116,17 @@ export interface BatchUse {
    * behaviour probability to correct with; they are not trained (a no_signal drop, counted).
    */
   greedy: string[];
+  /**
+   * Groups whose judge gave a reward that is not a finite number (a custom judge's NaN): GRPO
+   * cannot compare them, and one NaN advantage would make the whole step's loss NaN, so the
+   * group is dropped (as `non_finite`) and the rest of the batch trains.
+   */
+  nonFinite: string[];
 }
 
 const rewardOf = (episode: TrajectoryRecord[]) => Number(episode[0].extra?.reward ?? 0);
+const finiteStepReward = (r: TrajectoryRecord) =>
+  r.extra?.stepReward === undefined || Number.isFinite(r.extra.stepReward);
 
 /** The teacher's top-K rows the judge stage stored on a turn (opd-teacher.ts), if any. */
 function teacherTopKOf(r: TrajectoryRecord): TeacherTopK | undefined {
@@ -162,7 +170,7 @@ export function buildSamples(
   o: AdvantageOptions,
 ): { samples: TrainSample[]; stats: BatchStats; use: BatchUse } {
   const samples: TrainSample[] = [];
-  const use: BatchUse = { trained: [], noSignal: [], truncated: [], greedy: [] };
+  const use: BatchUse = { trained: [], noSignal: [], truncated: [], greedy: [], nonFinite: [] };
   let episodes = 0;
   let rewardSum = 0;
   let solved = 0;
@@ -170,6 +178,10 @@ export function buildSamples(
   let turns = 0;
   for (const group of groups) {
     const rewards = group.map(rewardOf);
+    if (!group.every((episode, i) => Number.isFinite(rewards[i]) && episode.every(finiteStepReward))) {
+      use.nonFinite.push(...group.flatMap((episode) => episode.map((r) => r.trajectoryId)));
+      continue;
+    }
     // One sample per prompt (OpenClaw-RL's live turns): A = r, no normalisation.
     const single = group.length === 1 && o.samplesPerPrompt === 1;
     const adv = grpoAdvantages(

@@ -44,7 +44,7 @@ import { JobMetrics } from './job-metrics.js';
 import { type DriverState, type EvalRecord, JobStateStore, type StepRecord } from './job-state.js';
 import { EngineVoter } from './judge-engines.js';
 import { runJudgeLoop } from './judge-loop.js';
-import { FirstSignal, judgeEpisode } from './judging.js';
+import { FirstSignal, judgeEpisode, type TurnRewardInput } from './judging.js';
 import { prepareModelDir } from './model-source.js';
 import { personalSourceFor } from './personal-source.js';
 import { playOnPool } from './pool-episode.js';
@@ -91,6 +91,8 @@ export interface RLJobSummary {
   status: 'completed' | 'stopped' | 'failed';
   error?: string;
   steps: number;
+  /** Steps the trainer skipped because their loss or gradients were not finite (weights unchanged). */
+  skippedSteps: number;
   /** What `heldout` measures: solved share of held-out tasks, or the simulated user's preference score. */
   metric: 'heldout_success' | 'preference_score';
   /**
@@ -132,6 +134,8 @@ export interface DriverProgress {
   /** Warm-start SFT steps done (0 without `train.warmup`). */
   warmupStep: number;
   runtime: string | null;
+  /** Steps the trainer skipped: their loss or gradients were not finite. */
+  skippedSteps: number;
 }
 
 export class RLDriver {
@@ -150,6 +154,8 @@ export class RLDriver {
   /** Where this run last saved the trainer's weights (null until it has). */
   private lastCheckpointPath: string | null = null;
   private readonly history: StepRecord[] = [];
+  /** Steps the trainer skipped (non-finite loss or gradients), over the whole submission. */
+  private skippedSteps = 0;
   private readonly evals: EvalRecord[] = [];
   private startedAt = performance.now();
   private rlStartedAt = 0;
@@ -194,6 +200,7 @@ export class RLDriver {
       steps: this.spec.train.steps ?? null,
       warmupStep: this.warmupDone,
       runtime: this.runtime,
+      skippedSteps: this.skippedSteps,
     };
   }
 
@@ -360,8 +367,12 @@ export class RLDriver {
           done: sftDone,
           total: sftSteps,
           lr: sft ? undefined : (step) => warmupLr(spec, step),
-          step: async (batch, lr) =>
-            (await trainers.step(batch, { method: 'sft', lr }, this.failed.signal)).loss,
+          step: async (batch, lr) => {
+            const r = await trainers.step(batch, { method: 'sft', lr }, this.failed.signal);
+            if (r.skipped)
+              this.noteSkipped(`${sft ? 'step' : 'warmup step'} ${trainers.version + 1}`, r.loss);
+            return r.loss;
+          },
           stopRequested: () => this.stopRequested,
           afterStep: async (s, loss, samples, seconds) => {
             o.log(`${sft ? 'step' : 'warmup step'} ${s}/${sftSteps}: sft loss ${loss.toFixed(4)}`);
@@ -386,7 +397,7 @@ export class RLDriver {
               staleness: 0,
               episodes: 0,
               samples,
-              loss,
+              ...(Number.isFinite(loss) ? { loss } : { loss: null, skipped: true as const }),
               seconds,
             });
             this.metrics.steps.inc({ job: this.job });
@@ -447,6 +458,7 @@ export class RLDriver {
       method: spec.method,
       status,
       steps: this.step,
+      skippedSteps: this.skippedSteps,
       metric: spec.track === 'personal' ? 'preference_score' : 'heldout_success',
       heldout: heldoutSummary(this.evals),
       samplesPerSecond: p.samplesPerSecond,
@@ -497,6 +509,7 @@ export class RLDriver {
     this.lastCheckpointStep = state.trainerStep;
     this.step = state.step;
     this.warmupDone = state.warmupDone;
+    this.skippedSteps = state.skippedSteps ?? 0;
     this.history.push(...state.history);
     this.evals.push(...state.evals);
     await ledger.restore(state.ledger);
@@ -540,15 +553,27 @@ export class RLDriver {
       }
       gate.close();
     };
-    const rewardFn = spec.plugins.reward
-      ? await loadPluginFunction<(input: RewardInput) => number | Promise<number>>(
+    const plugin = spec.plugins.reward
+      ? await loadPluginFunction<(input: RewardInput | TurnRewardInput) => number | Promise<number>>(
           spec.plugins.reward,
           o.workingDir,
           'reward',
         )
       : undefined;
+    const rewardFn =
+      plugin &&
+      (async (input: RewardInput | TurnRewardInput): Promise<number> => {
+        const value = await plugin(input);
+        if (typeof value !== 'number') {
+          throw new ConfigError(
+            `spec.plugins.reward returned ${typeof value} ${JSON.stringify(value)?.slice(0, 80)}: a reward function returns a number`,
+            { fields: { field: 'spec.plugins.reward' } },
+          );
+        }
+        return value;
+      });
 
-    const feedback = new TurnFeedback();
+    const feedback = new TurnFeedback({ rewardRange: spec.judge.rewardRange });
     const firstSignal = new FirstSignal();
     const source: RolloutSource = personal
       ? personalSourceFor(spec, {
@@ -660,6 +685,7 @@ export class RLDriver {
               ? {
                   feedback: (r) =>
                     typeof r.extra?.requestId === 'string' ? feedback.take(r.extra.requestId) : undefined,
+                  ...(rewardFn ? { turnReward: rewardFn } : {}),
                   ...(spec.method !== 'opd' ? { firstSignal } : {}),
                 }
               : {}),
@@ -678,9 +704,14 @@ export class RLDriver {
         startStep: this.step,
         totalSteps: spec.train.steps,
         skipEmptySteps: personal,
+        onSkippedStep: (r) =>
+          this.noteSkipped(
+            `step ${r.step}${personal ? ` (a batch of ${r.samples} turn(s), not counted as a step)` : ''}`,
+            r.loss,
+          ),
         onEmptyBatch: (b) =>
           o.log(
-            `a batch of ${b.turns} turn(s) had nothing to train on (${b.noSignal} without signal, ${b.stale} stale, ${b.truncated} empty): not a step`,
+            `a batch of ${b.turns} turn(s) had nothing to train on (${b.noSignal} without signal, ${b.stale} stale, ${b.truncated} empty${b.nonFinite > 0 ? `, ${b.nonFinite} with a reward that is not a finite number` : ''}): not a step`,
           ),
         batchSize: B,
         maxStaleness,
@@ -726,7 +757,7 @@ export class RLDriver {
       staleness: r.staleness,
       episodes: r.episodes,
       samples: r.samples,
-      loss: r.loss,
+      ...(r.skipped ? { loss: null, skipped: true as const } : { loss: r.loss }),
       seconds: r.seconds,
     };
     this.history.push(record);
@@ -738,11 +769,18 @@ export class RLDriver {
     if (r.tisWeight !== undefined) this.metrics.tisWeight.set({ job: this.job }, r.tisWeight);
     if (r.distillLoss !== undefined) this.metrics.distillKl.set({ job: this.job }, r.distillLoss);
     const p = this.rates();
+    if (r.skipped) {
+      o.log(
+        `step ${r.step}${spec.train.steps === undefined ? '' : `/${spec.train.steps}`}: skipped (loss or gradients not finite), ${r.samples} samples dropped, ${p.samplesPerSecond.toFixed(2)} samples/s${nonFinite(r.nonFinite)}`,
+      );
+      await this.maybeCheckpoint(trainers, ledger);
+      return;
+    }
     const drift = r.logprobAbsDiff === null ? '' : `, logprob drift ${r.logprobAbsDiff.toExponential(2)}`;
     const tis = r.tisWeight === undefined ? '' : `, tis weight ${r.tisWeight.toFixed(3)}`;
     const distill = r.distillLoss === undefined ? '' : `, distill KL ${r.distillLoss.toFixed(4)}`;
     o.log(
-      `step ${r.step}${spec.train.steps === undefined ? '' : `/${spec.train.steps}`}: reward ${r.rewardMean.toFixed(3)}, success ${r.successRate.toFixed(3)}, ${r.samples} samples of ${r.episodes} episodes, staleness ${r.staleness.toFixed(2)}, loss ${r.loss.toFixed(4)}${drift}${tis}${distill}, ${p.samplesPerSecond.toFixed(2)} samples/s${r.staleGroups > 0 ? `, ${r.staleGroups} stale group(s) dropped` : ''}${r.greedy > 0 ? `, ${r.greedy} greedy (temperature 0) turn(s) not trained` : ''}`,
+      `step ${r.step}${spec.train.steps === undefined ? '' : `/${spec.train.steps}`}: reward ${r.rewardMean.toFixed(3)}, success ${r.successRate.toFixed(3)}, ${r.samples} samples of ${r.episodes} episodes, staleness ${r.staleness.toFixed(2)}, loss ${r.loss.toFixed(4)}${drift}${tis}${distill}, ${p.samplesPerSecond.toFixed(2)} samples/s${r.staleGroups > 0 ? `, ${r.staleGroups} stale group(s) dropped` : ''}${r.greedy > 0 ? `, ${r.greedy} greedy (temperature 0) turn(s) not trained` : ''}${nonFinite(r.nonFinite)}`,
     );
     const every = spec.eval.everySteps;
     if (every > 0 && r.step % every === 0 && this.stepsLeft(r.step)) await runEval();
@@ -831,6 +869,7 @@ export class RLDriver {
       evals: this.evals,
       history: this.history,
       ledger: ledgerState,
+      skippedSteps: this.skippedSteps,
       savedAtMs: Date.now(),
     });
     this.lastCheckpointStep = trainers.version;
@@ -844,6 +883,18 @@ export class RLDriver {
   private maybeCheckpoint(trainers: TrainerGroup, ledger: TrajectoryLedger): Promise<void> {
     const every = this.spec.checkpoint.everySteps;
     return every > 0 && this.step % every === 0 ? this.checkpoint(trainers, ledger) : Promise.resolve();
+  }
+
+  /**
+   * A step the trainer did not take: its loss or summed gradients were not finite (a judge that
+   * returned NaN, an overflow). Logged and counted; the last good weights keep serving.
+   */
+  private noteSkipped(what: string, loss: number): void {
+    this.skippedSteps++;
+    this.metrics.skippedSteps.inc({ job: this.job });
+    this.o.log(
+      `${what} skipped: its loss (${loss}) or gradients were not finite, so no weight changed and nothing was published (${this.skippedSteps} skipped step(s) so far)`,
+    );
   }
 
   private rates() {
@@ -911,6 +962,11 @@ export function heldoutSummary(evals: readonly EvalRecord[]): RLJobSummary['held
     afterWarmup: evals.find((e) => e.afterWarmup)?.success ?? null,
     end: evals.at(-1)?.success ?? null,
   };
+}
+
+/** The step line's note on turns whose judge gave a NaN or infinite reward (dropped, counted as non_finite). */
+function nonFinite(turns: number): string {
+  return turns > 0 ? `, ${turns} turn(s) dropped: their judge's reward was not a finite number` : '';
 }
 
 /** 'onnxruntime/cpu ×2, onnxruntime/cuda' */

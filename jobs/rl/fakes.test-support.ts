@@ -41,13 +41,18 @@ export class FakeTrainer {
   version = 0;
   readonly batches: number[] = [];
 
-  constructor(private readonly failOn?: (step: number) => Error | undefined) {}
+  constructor(
+    private readonly failOn?: (step: number) => Error | undefined,
+    /** Steps (by the version they would make) whose loss is not finite: skipped, as the real trainer does. */
+    private readonly nonFiniteOn?: (step: number) => boolean,
+  ) {}
 
-  async step(samples: unknown[]): Promise<{ loss: number; logprobAbsDiff: number }> {
+  async step(samples: unknown[]): Promise<{ skipped: boolean; loss: number; logprobAbsDiff: number }> {
     const err = this.failOn?.(this.version + 1);
     if (err) throw err;
     this.batches.push(samples.length);
+    if (this.nonFiniteOn?.(this.version + 1)) return { skipped: true, loss: Number.NaN, logprobAbsDiff: 0 };
     this.version++;
-    return { loss: 0.5, logprobAbsDiff: 0 };
+    return { skipped: false, loss: 0.5, logprobAbsDiff: 0 };
   }
 }

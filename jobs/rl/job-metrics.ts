@@ -3,6 +3,7 @@
  * `--metrics-port`). Every series carries the job's name as `job`.
  *
  *   clawray_job_steps_total{job}                    optimizer steps taken
+ *   clawray_job_skipped_steps_total{job}            steps the trainer skipped: loss or gradients not finite
  *   clawray_job_samples_total{job}                  trajectories trained on
  *   clawray_job_samples_per_second{job}             trained trajectories per second, since the job started
  *   clawray_job_reward_mean{job}                    mean reward of the last step's batch
@@ -20,6 +21,7 @@ import { Counter, Gauge, type Registry, register } from 'prom-client';
 
 export const JOB_METRIC_NAMES = [
   'clawray_job_steps_total',
+  'clawray_job_skipped_steps_total',
   'clawray_job_samples_total',
   'clawray_job_samples_per_second',
   'clawray_job_reward_mean',
@@ -39,6 +41,7 @@ function metric<T>(registry: Registry, name: string, make: () => T): T {
 
 export class JobMetrics {
   readonly steps: Counter<'job'>;
+  readonly skippedSteps: Counter<'job'>;
   readonly samples: Counter<'job'>;
   readonly samplesPerSecond: Gauge<'job'>;
   readonly reward: Gauge<'job'>;
@@ -58,6 +61,10 @@ export class JobMetrics {
     const gauge = <L extends string>(name: string, help: string, labelNames: L[]) =>
       metric(registry, name, () => new Gauge<L>({ name, help, labelNames, registers: [registry] }));
     this.steps = counter('clawray_job_steps_total', 'Optimizer steps taken by the job');
+    this.skippedSteps = counter(
+      'clawray_job_skipped_steps_total',
+      'Steps the trainer did not take because their loss or gradients were not finite (the weights stayed as they were)',
+    );
     this.samples = counter('clawray_job_samples_total', 'Trajectories the job has trained on');
     this.samplesPerSecond = gauge(
       'clawray_job_samples_per_second',

@@ -35,8 +35,10 @@ export interface StepRecord {
   staleness: number;
   episodes: number;
   samples: number;
-  loss: number;
+  /** null: the trainer skipped the step, its loss or gradients were not finite (`skipped`). */
+  loss: number | null;
   seconds: number;
+  skipped?: true;
 }
 
 export interface EvalRecord extends EvalResult {
@@ -57,6 +59,8 @@ export interface DriverState {
   evals: EvalRecord[];
   history: StepRecord[];
   ledger: LedgerState;
+  /** Steps the trainer skipped (non-finite loss or gradients), SFT and RL. Absent in older files: 0. */
+  skippedSteps?: number;
   savedAtMs: number;
   /** The submission (and its trainer checkpoint) this run was started from with `--resume`. */
   resumedFrom?: string;

@@ -60,6 +60,41 @@ describe('judgeEpisode on live turns', () => {
     expect(b.score).toBe(-1);
   });
 
+  it("a reward plugin judges in the panel's place; the user's reward still wins; a NaN reward's turn is dropped, not trained", async () => {
+    const p = panel();
+    const read: unknown[] = [];
+    const turnReward = async (input: Parameters<NonNullable<JudgeStageOptions['turnReward']>>[0]) => {
+      read.push(input);
+      return /poison/.test(String(input.nextState?.content)) ? Number.NaN : 0.25;
+    };
+    const take = (r: TrajectoryRecord): Feedback | undefined =>
+      r.extra?.requestId === 'r3' ? { reward: -1, correction: 'shorter', at: '' } : undefined;
+    const o = options(p.panel, { turnReward, feedback: take });
+    const [a] = await judgeEpisode([turn('s', 'thanks!', 'r1')], o, {});
+    expect(a.score).toBe(0.25);
+    expect(a.votes).toEqual([]);
+    expect(a.extra).toMatchObject({ reward: 0.25 });
+    expect(read[0]).toMatchObject({
+      sessionId: 's',
+      response: 'an answer',
+      nextState: { content: 'thanks!' },
+    });
+    const [b] = await judgeEpisode([turn('s', 'poison', 'r2')], o, {});
+    // The record stays valid (a score is a number or null); the reward is the judge's NaN.
+    expect(b.score).toBeNull();
+    expect(b.extra?.reward).toBeNaN();
+    const [c] = await judgeEpisode([turn('s', 'thanks!', 'r3')], o, {});
+    expect(c.score).toBe(-1);
+    expect(read).toHaveLength(2);
+    expect(p.seen).toHaveLength(0);
+    // In the batch, the turn with a NaN reward is dropped (non_finite) and the others train.
+    const [ta, tb, tc] = [a, b, c].map((r, i) => ({ ...r, trajectoryId: `t${i}` }));
+    const { samples, use } = buildSamples([[[ta]], [[tb]], [[tc]]], 0, { method: 'rl', samplesPerPrompt: 1 });
+    expect(samples.map((x) => x.advantages)).toEqual([0.25, -1]);
+    expect(use.nonFinite).toEqual(['t1']);
+    expect(use.trained).toEqual(['t0', 't2']);
+  });
+
   it("at-least-one: a session's first scored turn is kept at score 0, once, and never an unscored one", async () => {
     const p = panel();
     const firstSignal = new FirstSignal();

@@ -72,8 +72,28 @@ export interface JudgeStageOptions {
   encodeChat(messages: ChatMessage[]): number[];
   /** Personal: the user's explicit feedback on a turn, taken once. */
   feedback?(record: TrajectoryRecord): Feedback | undefined;
+  /**
+   * Personal, rl/combine: a custom judge (`plugins.reward`, slime's custom reward model) that
+   * scores each turn in place of the panel's PRM verdict. Its value is the turn's reward as it
+   * is: a judge that returns NaN makes a non-finite loss, which the trainer skips (and counts).
+   */
+  turnReward?(input: TurnRewardInput): Promise<number>;
   /** Personal, rl/combine: which sessions already gave an effective sample. */
   firstSignal?: FirstSignal;
+}
+
+/** What a personal track's reward plugin reads of a turn. */
+export interface TurnRewardInput {
+  sessionId: string;
+  turn: number;
+  /** The conversation the turn answered. */
+  messages: TrajectoryRecord['messages'];
+  /** The reply's text. */
+  response: string;
+  /** The user's next message (null when the session ended after the turn). */
+  nextState: TrajectoryRecord['nextState'];
+  /** The user's own words about the reply (POST /rl/set_reward `correction`), if any. */
+  correction?: string;
 }
 
 /**
@@ -226,15 +246,29 @@ export async function judgeEpisode(
         if (feedback.correction !== undefined)
           input.nextState = { role: 'user', content: feedback.correction };
       }
+      let reward: number | undefined;
       if (feedback?.reward !== undefined) {
         r.votes = [];
-        r.score = feedback.reward;
+        reward = feedback.reward;
+      } else if (o.turnReward && (!o.opd || o.prm)) {
+        r.votes = [];
+        reward = await o.turnReward({
+          sessionId: r.sessionId,
+          turn: r.turn,
+          messages: r.messages,
+          response: input.response,
+          nextState: r.nextState,
+          ...(feedback?.correction !== undefined ? { correction: feedback.correction } : {}),
+        });
       } else if (!o.opd || o.prm) {
         const verdict = await o.panel.judge(input, { mode: 'prm' });
         r.votes = verdict.votes.map((v) => v.score ?? 0);
-        r.score = verdict.score;
+        reward = verdict.score;
       }
-      extra.reward = r.score ?? 0;
+      // The record's score is a number or "not judged"; a custom judge's non-finite value
+      // still goes on as the turn's reward (see turnReward).
+      r.score = reward !== undefined && Number.isFinite(reward) ? reward : null;
+      extra.reward = reward ?? 0;
       const scored = r.nextState !== null || feedback !== undefined;
       if (o.firstSignal?.note(r.sessionId, scored, r.score ?? 0)) extra.atLeastOne = true;
     }

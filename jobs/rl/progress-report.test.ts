@@ -8,6 +8,7 @@ const at = (p: Partial<DriverProgress>): DriverProgress => ({
   steps: 20,
   warmupStep: 0,
   runtime: 'rollout onnxruntime/cpu ×2; trainer tfjs/wasm',
+  skippedSteps: 0,
   ...p,
 });
 
@@ -18,14 +19,18 @@ describe('progressInfo', () => {
       step: '3/20',
       warmup: '',
       runtime: 'rollout onnxruntime/cpu ×2; trainer tfjs/wasm',
+      skippedSteps: '',
     });
     expect(
-      progressInfo(at({ phase: 'warmup', step: 0, steps: null, warmupStep: 40, runtime: null })),
+      progressInfo(
+        at({ phase: 'warmup', step: 0, steps: null, warmupStep: 40, runtime: null, skippedSteps: 2 }),
+      ),
     ).toEqual({
       phase: 'warmup',
       step: '0',
       warmup: '40',
       runtime: '',
+      skippedSteps: '2',
     });
   });
 });

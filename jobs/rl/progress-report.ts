@@ -13,6 +13,7 @@ export function progressInfo(p: DriverProgress): Record<string, string> {
     step: p.steps === null ? String(p.step) : `${p.step}/${p.steps}`,
     warmup: p.warmupStep > 0 ? String(p.warmupStep) : '',
     runtime: p.runtime ?? '',
+    skippedSteps: p.skippedSteps > 0 ? String(p.skippedSteps) : '',
   };
 }
 

@@ -11,11 +11,13 @@ afterEach(async () => {
   buffers = [];
 });
 
-function setup(o: Partial<TrainLoopOptions> & { stopAfter?: number } = {}) {
+function setup(
+  o: Partial<TrainLoopOptions> & { stopAfter?: number; nonFiniteOn?: (step: number) => boolean } = {},
+) {
   const rollouts = new MemoryTrajectoryBuffer({ name: 'rollouts' });
   const judged = new MemoryTrajectoryBuffer({ name: 'judged' });
   buffers.push(rollouts, judged);
-  const trainer = new FakeTrainer();
+  const trainer = new FakeTrainer(undefined, o.nonFiniteOn);
   const ledger = new TrajectoryLedger(rollouts, judged);
   const gate = new StalenessGate(2, 1);
   const steps: TrainStepRecord[] = [];
@@ -156,5 +158,49 @@ describe('runTrainLoop', () => {
     t.ledger.prepareCommit();
     await t.ledger.finishCommit();
     expect((await t.ledger.counts()).dropped).toMatchObject({ no_signal: 5 });
+  });
+
+  it('a step the trainer skipped (non-finite) publishes nothing, drops its samples as non_finite and still counts on env tracks', async () => {
+    const skipped: unknown[] = [];
+    // The trainer's second batch has a NaN loss.
+    const t = setup({
+      nonFiniteOn: () => t.trainer.batches.length === 2,
+      onSkippedStep: (r) => skipped.push(r),
+    });
+    for (let g = 0; g < 6; g++) await t.judged.append(judgedGroup(g, [1, 0]));
+    expect(await runTrainLoop(t.options)).toBe(3);
+    expect(t.steps.map((s) => [s.step, s.skipped])).toEqual([
+      [1, false],
+      [2, true],
+      [3, false],
+    ]);
+    expect(skipped).toEqual([{ step: 2, loss: Number.NaN, samples: 4 }]);
+    // Weights of the skipped step never went out: versions 1 and 2 were published, nothing in between.
+    expect(t.published).toEqual([1, 2]);
+    expect(t.trainer.version).toBe(2);
+    t.ledger.prepareCommit();
+    await t.ledger.finishCommit();
+    const counts = await t.ledger.counts();
+    expect(counts.dropped).toMatchObject({ non_finite: 4, total: 4 });
+    expect(counts).toMatchObject({ trained: 8, lost: 0 });
+  });
+
+  it('with skipEmptySteps (personal), a skipped step is not a step: the gate re-opens and the next batch trains', async () => {
+    const skipped: unknown[] = [];
+    const t = setup({
+      totalSteps: 1,
+      skipEmptySteps: true,
+      advantages: { method: 'rl', samplesPerPrompt: 1 },
+      nonFiniteOn: () => t.trainer.batches.length === 1,
+      onSkippedStep: (r) => skipped.push(r),
+    });
+    for (let g = 0; g < 4; g++) await t.judged.append(judgedGroup(g, [1]));
+    expect(await runTrainLoop(t.options)).toBe(1);
+    expect(skipped).toHaveLength(1);
+    expect(t.steps.map((s) => [s.step, s.skipped])).toEqual([[1, false]]);
+    expect(t.published).toEqual([1]);
+    t.ledger.prepareCommit();
+    await t.ledger.finishCommit();
+    expect((await t.ledger.counts()).dropped).toMatchObject({ non_finite: 2 });
   });
 });

@@ -10,13 +10,19 @@
  * is not a step: its samples are accounted as dropped, the gate admits a step's worth of
  * rollouts again, and the loop waits for the next batch. Env tracks count such a step (a
  * task set nobody can solve would otherwise never end).
+ *
+ * A step the trainer skipped because its loss or gradients were not finite (a judge that
+ * returned NaN, an overflow) changed no weight: nothing is published, its samples are dropped
+ * as `non_finite`, and `onSkippedStep` reports it. Like an empty batch it is a step on env
+ * tracks (DeepSpeed counts skipped steps among its global steps) and not one with
+ * `skipEmptySteps`.
  */
 import type { TrainSample } from '../../actors/trainer/policy-trainer.js';
 import type { TrajectoryBuffer } from '../buffer/types.js';
 import { type AdvantageOptions, type BatchStats, buildSamples, GroupAssembler } from './batches.js';
 import type { StalenessGate } from './staleness-gate.js';
 import type { GroupStepResult } from './trainer-group.js';
-import { TRAIN_GROUP, type TrajectoryLedger } from './trajectory-ledger.js';
+import { type StepUse, TRAIN_GROUP, type TrajectoryLedger } from './trajectory-ledger.js';
 
 export interface TrainLoopTrainer {
   /** The policy version (optimizer steps taken). */
@@ -26,6 +32,8 @@ export interface TrainLoopTrainer {
 
 export interface TrainStepRecord extends BatchStats {
   step: number;
+  /** The trainer skipped it (non-finite loss or gradients): no weight changed. */
+  skipped: boolean;
   loss: number;
   seconds: number;
   /** Groups dropped because they were too stale. */
@@ -41,6 +49,8 @@ export interface TrainStepRecord extends BatchStats {
   distillLoss?: number;
   /** Greedy (temperature 0) turns left out of the batch (counted as no_signal). */
   greedy: number;
+  /** Turns left out because their judge's reward was not finite (counted as non_finite). */
+  nonFinite: number;
 }
 
 export interface TrainLoopOptions {
@@ -57,7 +67,15 @@ export interface TrainLoopOptions {
   /** A batch without a trainable sample is not a step. Default false. */
   skipEmptySteps?: boolean;
   /** Called for each batch that was not a step, with what it held. */
-  onEmptyBatch?(batch: { turns: number; stale: number; noSignal: number; truncated: number }): void;
+  onEmptyBatch?(batch: {
+    turns: number;
+    stale: number;
+    noSignal: number;
+    truncated: number;
+    nonFinite: number;
+  }): void;
+  /** Called for each step the trainer skipped (non-finite loss or gradients), before `afterStep`. */
+  onSkippedStep?(step: { step: number; loss: number; samples: number }): void;
   batchSize: number;
   maxStaleness: number;
   advantages: AdvantageOptions;
@@ -121,23 +139,22 @@ export async function runTrainLoop(o: TrainLoopOptions): Promise<number> {
       o.advantages,
     );
     const { samples, stats } = batch;
-    const use = {
-      entryIds: groups.flatMap((g) => g.entryIds),
-      trained: batch.use.trained,
-      dropped: {
-        stale: stale.flatMap((g) => g.episodes.flat().map((r) => r.trajectoryId)),
-        no_signal: [...batch.use.noSignal, ...batch.use.greedy],
-        truncated: batch.use.truncated,
-      },
+    const dropped = {
+      stale: stale.flatMap((g) => g.episodes.flat().map((r) => r.trajectoryId)),
+      no_signal: [...batch.use.noSignal, ...batch.use.greedy],
+      truncated: batch.use.truncated,
+      non_finite: batch.use.nonFinite,
     };
+    const use: StepUse = { entryIds: groups.flatMap((g) => g.entryIds), trained: batch.use.trained, dropped };
     if (samples.length === 0 && o.skipEmptySteps) {
       o.ledger.recordStep(use);
       o.gate.refundStep();
       o.onEmptyBatch?.({
         turns: groups.reduce((n, g) => n + g.episodes.flat().length, 0),
-        stale: use.dropped.stale.length,
-        noSignal: use.dropped.no_signal.length,
-        truncated: use.dropped.truncated.length,
+        stale: dropped.stale.length,
+        noSignal: dropped.no_signal.length,
+        truncated: dropped.truncated.length,
+        nonFinite: dropped.non_finite.length,
       });
       continue;
     }
@@ -145,7 +162,16 @@ export async function runTrainLoop(o: TrainLoopOptions): Promise<number> {
     // Without a learning signal (every group's rewards equal) the weights stay as they are.
     if (samples.length > 0) {
       result = await o.trainer.step(samples, { method: 'rl' }, o.signal);
-      unpublished = true;
+      if (result.skipped) {
+        dropped.non_finite.push(...use.trained);
+        use.trained = [];
+        o.onSkippedStep?.({ step: step + 1, loss: result.loss, samples: samples.length });
+        if (o.skipEmptySteps) {
+          o.ledger.recordStep(use);
+          o.gate.refundStep();
+          continue;
+        }
+      } else unpublished = true;
     }
     if (unpublished && (await o.publish(!more(step + 1)))) unpublished = false;
     step++;
@@ -154,6 +180,7 @@ export async function runTrainLoop(o: TrainLoopOptions): Promise<number> {
     o.ledger.recordStep(use);
     await o.afterStep({
       step,
+      skipped: result?.skipped ?? false,
       ...stats,
       loss: result?.loss ?? 0,
       seconds: (now() - started) / 1000,
@@ -162,6 +189,7 @@ export async function runTrainLoop(o: TrainLoopOptions): Promise<number> {
       ...(result?.tisWeight !== undefined ? { tisWeight: result.tisWeight } : {}),
       ...(result?.distillLoss !== undefined ? { distillLoss: result.distillLoss } : {}),
       greedy: batch.use.greedy.length,
+      nonFinite: batch.use.nonFinite.length,
     });
   }
   return step;

@@ -44,6 +44,11 @@ export interface TrainerGroupOptions {
 
 /** One optimizer step of the whole group. */
 export interface GroupStepResult {
+  /**
+   * The step's loss or gradients were not finite, so no rank took it: the weights and the
+   * version are what they were (StepMetrics.skipped).
+   */
+  skipped: boolean;
   /** The summed loss of the shards (each normalised by the global token count). */
   loss: number;
   /**
@@ -66,6 +71,7 @@ function combine(results: StepMetrics[], trained: boolean[]): GroupStepResult {
   const mean = (of: (r: StepMetrics) => number) =>
     tokens > 0 ? real.reduce((s, r) => s + of(r) * r.tokens, 0) / tokens : Number.NaN;
   return {
+    skipped: results.some((r) => r.skipped),
     loss,
     logprobAbsDiff: mean((r) => r.logprobAbsDiff),
     ...(real[0]?.tisWeight !== undefined ? { tisWeight: mean((r) => r.tisWeight ?? 0) } : {}),

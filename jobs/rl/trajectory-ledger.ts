@@ -10,7 +10,11 @@
  */
 import type { TrajectoryBuffer } from '../buffer/types.js';
 
-export const DROP_REASONS = ['stale', 'no_signal', 'truncated'] as const;
+/**
+ * Why a judged trajectory was not trained: too stale, no learning signal, an empty response,
+ * or its step was skipped because the step's loss or gradients were not finite.
+ */
+export const DROP_REASONS = ['stale', 'no_signal', 'truncated', 'non_finite'] as const;
 export type DropReason = (typeof DROP_REASONS)[number];
 
 export interface TrajectoryCounts {
@@ -38,7 +42,7 @@ export interface LedgerState {
 }
 
 export const emptyLedgerState = (): LedgerState => ({
-  dropped: { stale: 0, no_signal: 0, truncated: 0 },
+  dropped: { stale: 0, no_signal: 0, truncated: 0, non_finite: 0 },
   duplicated: 0,
   committing: { trajectoryIds: [], entryIds: [] },
 });
@@ -101,6 +105,8 @@ export class TrajectoryLedger {
   /** Continues from a checkpointed state: re-applies its commit, which a crash may have cut short. */
   async restore(state: LedgerState): Promise<void> {
     this.state = structuredClone(state);
+    // A state written before a reason existed counts none of it.
+    this.state.dropped = { ...emptyLedgerState().dropped, ...state.dropped };
     this.uncommitted = [];
     const { trajectoryIds, entryIds } = state.committing;
     // Both are idempotent: a commit that had finished before the crash changes nothing here.
@@ -122,7 +128,7 @@ export class TrajectoryLedger {
     const judge = r.groups[JUDGE_GROUP] ?? none;
     const train = j.groups[TRAIN_GROUP] ?? none;
     const d = this.state.dropped;
-    const droppedTotal = d.stale + d.no_signal + d.truncated;
+    const droppedTotal = DROP_REASONS.reduce((n, reason) => n + d[reason], 0);
     const lost =
       Math.max(0, judge.acked - j.appended) +
       judge.deadLetters +

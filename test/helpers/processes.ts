@@ -3,11 +3,12 @@
  * start` as child processes on loopback, each test with its own CLAWRAY_HOME, killed (process
  * groups included) when the test's cluster is torn down.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { promisify } from 'node:util';
 import { Cluster } from '../../actors/runtime/cluster.js';
 import { distEntry } from '../../common/package-root.js';
 
@@ -101,6 +102,20 @@ export class TestCluster {
 
   get env(): NodeJS.ProcessEnv {
     return { CLAWRAY_HOME: this.home, CLAWRAY_TOKEN: this.token };
+  }
+
+  /**
+   * `clawray VERB NOUN --address <head> REST…` against this cluster, from `cwd`; resolves with
+   * its stdout, rejects when it exits non-zero.
+   */
+  async cli(args: string[], cwd: string): Promise<string> {
+    const argv = [...args.slice(0, 2), '--address', this.head!.address, ...args.slice(2)];
+    const { stdout } = await promisify(execFile)(process.execPath, [distEntry('cli/main'), ...argv], {
+      env: { ...process.env, CLAWRAY_ADDRESS: '', ...this.env },
+      timeout: 150_000,
+      cwd,
+    });
+    return stdout;
   }
 
   async startHead(
