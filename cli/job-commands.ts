@@ -24,11 +24,28 @@ import {
   TERMINAL_STATUSES,
 } from '../jobs/supervisor/jobs-client.js';
 import { int } from './cli-parse.js';
-import { isManifestPath, RLJOB_STOP_GRACE_MS, rljobSummaryLine, submitManifest } from './rljob-submit.js';
+import {
+  isManifestPath,
+  RLJOB_STOP_GRACE_MS,
+  rljobSummaryLine,
+  shellWord,
+  submitManifest,
+} from './rljob-submit.js';
 import { table } from './table.js';
 
 /** Ray's limit; larger dirs are almost always a stray `.git`, `node_modules` or dataset. */
 const POLL_MS = 250;
+
+/**
+ * The shell command (`/bin/sh -c`) that runs what followed `--`. One word is a shell command
+ * as written (`-- "python a.py | tee log"`), as the SDK's entrypoint string is; several words
+ * are an argv, each word quoted where the shell would read it (Ray joins them with
+ * `list2cmdline`), so `-- node -e "console.log('a (b)')"` runs node with exactly those
+ * arguments.
+ */
+export function entrypointCommand(words: readonly string[]): string {
+  return words.length === 1 ? words[0] : words.map(shellWord).join(' ');
+}
 
 interface ConnOpts {
   address?: string;
@@ -280,7 +297,10 @@ export function registerJobCommands(program: Command): void {
       .description(
         'run ENTRYPOINT on the cluster and follow its logs; with no cluster address, on a local cluster',
       )
-      .argument('<manifest-or-entrypoint...>', 'an RLJob manifest (.yaml), or a command after --')
+      .argument(
+        '<manifest-or-entrypoint...>',
+        'an RLJob manifest (.yaml), or a command after --: its words are passed as they are; one word is a shell command (-- "a | b")',
+      )
       .option('--working-dir <dir>', 'upload this directory and run the entrypoint in it')
       .option(
         '--working-dir-limit-mb <n>',
@@ -330,7 +350,7 @@ export function registerJobCommands(program: Command): void {
       throw new ConfigError(
         `${opts.set.length > 0 ? '--set' : opts.resumeFrom ? '--resume-from' : '--resume'} applies to an RLJob manifest (clawray job submit job.yaml), not to an entrypoint command`,
       );
-    } else checkEntrypoint(entrypoint.join(' ')); // the head refuses it too; here before any cluster starts
+    } else checkEntrypoint(entrypointCommand(entrypoint)); // the head refuses it too; here before any cluster starts
     const c = await connectTo(opts, true);
     let code = 0;
     try {
@@ -367,7 +387,7 @@ export function registerJobCommands(program: Command): void {
           : '';
         let submitted = await c.jobs.submit({
           submissionId: opts.submissionId ?? '',
-          entrypoint: entrypoint.join(' '),
+          entrypoint: entrypointCommand(entrypoint),
           workingDirHash,
           metadata: opts.metadataJson ? metadataFrom(opts.metadataJson) : {},
           maxRetries: opts.maxRetries ?? 0,

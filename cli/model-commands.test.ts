@@ -113,6 +113,7 @@ describe('clawray model init', () => {
     const again = clawray(['model', 'init', '--preset', 'tiny', '--out', out]);
     expect(again.code).toBe(2);
     expect(again.stderr).toContain('already holds a model');
+    expect(again.stderr).toContain('pass --force to overwrite it');
     expect(clawray(['model', 'init', '--preset', 'tiny', '--out', out, '--force', '--seed', '1']).code).toBe(
       0,
     );

@@ -1,6 +1,9 @@
 /** `clawray model init`: random model directories for tests, examples and benchmarks. */
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { PRESETS, type PresetName } from '../actors/models/model-config.js';
+import { CONFIG_FILE } from '../actors/models/model-dir.js';
 import { initRandomModel, MODEL_DTYPES, type ModelDtype } from '../actors/models/model-init.js';
 import { ConfigError } from '../common/errors.js';
 import { int } from './cli-parse.js';
@@ -62,6 +65,13 @@ export function registerModelCommands(program: Command): void {
           throw new ConfigError(
             `--max-context expects ${MIN_CONTEXT} to ${MAX_CONTEXT.toLocaleString('en-US')} tokens, got ${m} ` +
               '(the RoPE tables and the KV cache of a full sequence grow with it)',
+          );
+        }
+        const config = join(resolve(opts.out), CONFIG_FILE);
+        if (!opts.force && existsSync(config)) {
+          throw new ConfigError(
+            `${resolve(opts.out)}: already holds a model (${CONFIG_FILE}); choose another --out, or pass --force to overwrite it`,
+            { fields: { file: config } },
           );
         }
         const result = initRandomModel({

@@ -163,6 +163,11 @@ export function registerServerCommands(program: Command): void {
       'CPUs each worker offers (default: cores split)',
       num('--cpus-per-worker'),
     )
+    .option(
+      '--memory-mb-per-worker <n>',
+      'memory each worker offers to actors (default: 70% of RAM, split)',
+      num('--memory-mb-per-worker'),
+    )
     .option('--port <port>', 'head gRPC port', int('--port'), DEFAULT_HEAD_PORT)
     .option('--store <store>', 'cluster store', 'memory')
     .option('--metrics-port <port>', 'head /metrics port', int('--metrics-port'))
@@ -178,6 +183,7 @@ export function registerServerCommands(program: Command): void {
         workers: o.workers,
         gpusPerWorker: o.gpusPerWorker,
         cpusPerWorker: o.cpusPerWorker,
+        memoryMbPerWorker: o.memoryMbPerWorker,
         port: o.port,
         store: o.store,
         metricsPort: o.metricsPort,

@@ -86,6 +86,22 @@ describe('clawray job (entrypoint jobs on a cluster of real processes)', () => {
     });
   });
 
+  it('runs an entrypoint given as words with quotes and parentheses as those very words', () => {
+    // As a person types it: clawray job submit -- node -e "console.log('a (b)')"
+    const run = clawray([
+      'job',
+      'submit',
+      '--',
+      process.execPath,
+      '-e',
+      "console.log('a (b)', process.argv[1])",
+      'x y',
+    ]);
+    expect(run.stderr).not.toContain('Syntax error');
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toBe('a (b) x y\n');
+  });
+
   it('--working-dir uploads the directory and runs the entrypoint in it', () => {
     const dir = mkdtempSync(join(tmpdir(), 'clawray-wd-'));
     try {

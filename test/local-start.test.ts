@@ -15,7 +15,7 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -133,9 +133,9 @@ describe("the README's local cluster", () => {
     const { code, stdout, stderr } = clawray(job, home, project);
     expect(stderr).not.toContain('ERR_MODULE_NOT_FOUND');
     expect(code, `${stdout}\n${stderr}`).toBe(0);
-    // `console.log(await counter.call('inc', 5))` and the actor's view of its GPU.
+    // `console.log(await counter.call('inc', 5))` and the actor's view of where it runs.
     expect(stdout).toMatch(/^15$/m);
-    expect(stdout).toMatch(/cuda: '[01]'/);
+    expect(stdout).toMatch(/gpuIds: \[\]/);
     expect(stderr).toMatch(/SUCCEEDED/);
 
     // The unpacked folder is shared by every run of the same content from any install using
@@ -199,6 +199,44 @@ describe("the README's local cluster", () => {
     }
   });
 
+  it("splits the machine's memory between the workers, as it splits its CPUs", () => {
+    const { code, stdout, stderr } = clawray(['status', '--json'], home);
+    expect(code, stderr).toBe(0);
+    const nodes = (JSON.parse(stdout) as { nodes: { total: { memory_mb: number } }[] }).nodes;
+    // What one worker alone offers (70% of the memory, as Ray), halved.
+    const oneWorker = Math.floor((totalmem() / 1024 / 1024) * 0.7);
+    expect(nodes.map((n) => n.total.memory_mb)).toEqual([1, 2].map(() => Math.floor(oneWorker / 2)));
+  });
+
+  it("logs an actor process's pino lines at their own level with their fields, not nested in a WARN", async () => {
+    const cluster = await connect();
+    try {
+      const actor = await cluster.createActor({ module: fixture('counter.mjs'), className: 'Counter' });
+      // `say` prints its argument on stdout (and `err:` + it on stderr, a plain line).
+      const record = {
+        level: 50,
+        time: Date.now(),
+        pid: 1,
+        component: 'trainer',
+        msg: 'an actor error line',
+      };
+      await actor.call('say', JSON.stringify(record));
+      const line = await eventually(() =>
+        started!.lines.find((l) => l.includes('an actor error line') && !l.includes('err:')),
+      );
+      expect(JSON.parse(line)).toMatchObject({
+        level: 50,
+        msg: 'an actor error line',
+        component: 'trainer',
+        actorId: actor.actorId,
+        stream: 'stdout',
+      });
+      await cluster.killActor(actor);
+    } finally {
+      await cluster.close();
+    }
+  });
+
   it('leaves no worker or actor process behind when start is SIGKILLed, and the stale head.json is noticed', async () => {
     const start = started!.child;
     const workers = childPids(start.pid!);
@@ -251,6 +289,59 @@ describe("the README's local cluster", () => {
       await cluster.close();
     }
   });
+});
+
+describe("the README's actor example with `node main.mjs`, no cluster started (an embedded one)", () => {
+  const home = mkdtempSync(join(tmpdir(), 'clawray-readme-embedded-'));
+  const project = mkdtempSync(join(tmpdir(), 'clawray-readme-node-'));
+  afterAll(() => {
+    rmSync(home, { recursive: true, force: true });
+    rmSync(project, { recursive: true, force: true });
+  });
+
+  /** `node FILE` in the project, which depends on clawray as `npm install /path/to/clawray` makes it. */
+  function node(file: string) {
+    const r = spawnSync(process.execPath, [file], {
+      encoding: 'utf8',
+      env: cliEnv(home),
+      cwd: project,
+      timeout: 60_000,
+    });
+    return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+  }
+
+  beforeAll(() => {
+    mkdirSync(join(project, 'node_modules'));
+    symlinkSync(packageRoot(), join(project, 'node_modules', 'clawray'));
+    writeFileSync(join(project, 'counter.mjs'), readmeBlock('// counter.mjs'));
+    writeFileSync(join(project, 'main.mjs'), readmeBlock('// main.mjs'));
+  });
+
+  it('runs as written on any machine', () => {
+    const { code, stdout, stderr } = node('main.mjs');
+    expect(code, `${stdout}\n${stderr}`).toBe(0);
+    expect(stdout).toMatch(/^15$/m);
+    expect(stdout).toMatch(/gpuIds: \[\]/);
+  });
+
+  const hasGpus = spawnSync('nvidia-smi', ['-L']).status === 0;
+  it.skipIf(hasGpus)(
+    "asks for a GPU share, as the README's next paragraph does: one line names the fix",
+    () => {
+      const main = readmeBlock('// main.mjs');
+      expect(main).toContain('numCpus: 1');
+      writeFileSync(join(project, 'gpu.mjs'), main.replace('numCpus: 1', 'numGpus: 0.5'));
+      const { code, stderr } = node('gpu.mjs');
+      expect(code).not.toBe(0);
+      const line = stderr.split('\n').find((l) => l.startsWith('InfeasibleError: '));
+      expect(line, stderr).toMatch(
+        /needs 0\.5 GPU, but the largest node .* has 0 GPU; no node in the cluster can ever run it\./,
+      );
+      expect(line).toContain('`clawray start --local --gpus-per-worker 1`');
+      expect(line).toMatch(/or remove numGpus$/);
+      expect(README).toContain('or remove numGpus``');
+    },
+  );
 });
 
 describe('clawray stop', () => {

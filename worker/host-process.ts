@@ -9,6 +9,7 @@ import { describeExit, HOST_EXIT, type HostToAgent, type InitCommand } from '../
 import { ActorError, ConfigError, fromErrorInfo, InternalError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import { distEntry } from '../common/package-root.js';
+import { parsePinoLine } from '../common/pino-line.js';
 
 export interface HostExit {
   code: number | null;
@@ -196,7 +197,10 @@ export class HostProcess {
         hostPid: this.pid,
         stream,
       };
-      if (stream === 'stderr') this.logger.warn(fields, line);
+      // The actor process logs pino JSON on stderr: each record keeps its own level and fields.
+      const logged = parsePinoLine(line);
+      if (logged) this.logger[logged.level]({ ...logged.fields, ...fields }, logged.msg);
+      else if (stream === 'stderr') this.logger.warn(fields, line);
       else this.logger.info(fields, line);
     });
   }

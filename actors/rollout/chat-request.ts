@@ -96,6 +96,9 @@ export const chatRequestSchema = z
 
 export type ChatRequest = z.infer<typeof chatRequestSchema>;
 
+/** The parameters a chat request may carry, for the "did you mean" of an unknown one. */
+export const CHAT_REQUEST_PARAMS: readonly string[] = Object.keys(chatRequestSchema.shape);
+
 function joinContent(content: ChatRequest['messages'][number]['content']): string | null {
   if (content === undefined || content === null) return null;
   if (typeof content === 'string') return content;

@@ -59,7 +59,7 @@ export function registerCompletions(app: FastifyInstance, d: CompletionsDeps): v
   const { model } = d;
   app.post('/v1/completions', async (request: FastifyRequest, reply: FastifyReply) => {
     const parsed = completionRequestSchema.safeParse(request.body);
-    if (!parsed.success) throw fromZod(parsed.error);
+    if (!parsed.success) throw fromZod(parsed.error, Object.keys(completionRequestSchema.shape));
     const body = parsed.data;
     if (body.model !== model.id) throw d.modelNotFound(body.model);
     if (body.suffix) {

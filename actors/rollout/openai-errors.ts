@@ -6,6 +6,7 @@
  * become `<server path>`, and the full error goes to the server's log.
  */
 import { z } from 'zod';
+import { closest } from '../../common/did-you-mean.js';
 import { ConfigError, errorOfClass, NotFoundError } from '../../common/errors.js';
 import { ContextLengthError, EngineBusyError } from './rollout-engine.js';
 import { TurnAlreadyJudgedError } from './turn-feedback.js';
@@ -46,17 +47,32 @@ function paramPath(path: readonly PropertyKey[]): string | null {
   return out || null;
 }
 
-export function fromZod(error: z.ZodError): OpenAiHttpError {
+/** ` (did you mean 'max_tokens'?)` for a misspelt parameter, or nothing. */
+function didYouMean(key: string, params: readonly string[]): string {
+  const near = closest(key, params);
+  return near ? ` (did you mean '${near}'?)` : '';
+}
+
+/**
+ * The request's refusal. `params`: the parameters the route takes (the top-level keys of its
+ * schema), for the "did you mean" of an unknown one.
+ */
+export function fromZod(error: z.ZodError, params: readonly string[] = []): OpenAiHttpError {
   const issues = error.issues;
   const first = issues[0];
   if (first?.code === 'unrecognized_keys' && first.path.length === 0) {
     const key = first.keys[0];
-    return invalid(`Unrecognized request argument supplied: ${key} (this server does not implement it)`, key);
+    const hint = didYouMean(key, params) || ' (this server does not implement it)';
+    return invalid(`Unrecognized request argument supplied: ${key}${hint}`, key);
   }
   const param = first ? paramPath(first.path) : null;
   const describe = (issue: z.core.$ZodIssue) => {
     const p = paramPath(issue.path);
-    return p ? `'${p}': ${issue.message}` : issue.message;
+    const hints =
+      issue.code === 'unrecognized_keys' && issue.path.length === 0
+        ? issue.keys.map((k) => didYouMean(k, params).replace(/^ \(/, ` (${k}: `)).join('')
+        : '';
+    return p ? `'${p}': ${issue.message}` : `${issue.message}${hints}`;
   };
   const message =
     issues.length === 0
@@ -79,6 +95,28 @@ export function withoutServerPaths(text: string): string {
   return text.replace(SERVER_PATH, '<server path>');
 }
 
+/**
+ * The engine's names of request fields (its `GenerateRequest`), as a client of the API sent
+ * them: an engine refusal that reaches a client speaks of `max_tokens`, not `maxTokens`.
+ */
+const API_NAMES: Readonly<Record<string, string>> = {
+  maxTokens: 'max_tokens',
+  promptTokenIds: 'prompt',
+  topP: 'top_p',
+  topK: 'top_k',
+  topLogprobs: 'top_logprobs',
+  logitBias: 'logit_bias',
+  presencePenalty: 'presence_penalty',
+  frequencyPenalty: 'frequency_penalty',
+  stopTokenIds: 'stop_token_ids',
+};
+const ENGINE_NAME = new RegExp(`\\b(${Object.keys(API_NAMES).join('|')})\\b`, 'g');
+
+/** `text` with the engine's request field names replaced by the API's. */
+export function withApiNames(text: string): string {
+  return text.replace(ENGINE_NAME, (name) => API_NAMES[name]);
+}
+
 export function toOpenAiError(err: unknown, bodyLimit: number): OpenAiHttpError {
   if (err instanceof OpenAiHttpError) return err;
   const mapped = mapError(err, bodyLimit);
@@ -86,9 +124,9 @@ export function toOpenAiError(err: unknown, bodyLimit: number): OpenAiHttpError 
     ? mapped
     : new OpenAiHttpError(
         mapped.status,
-        withoutServerPaths(mapped.message),
+        withApiNames(withoutServerPaths(mapped.message)),
         mapped.type,
-        mapped.param,
+        mapped.param === null ? null : withApiNames(mapped.param),
         mapped.code,
       );
 }

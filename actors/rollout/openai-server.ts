@@ -49,7 +49,13 @@ import {
   type TurnSampling,
 } from './capture-recorder.js';
 import type { ChatMessage, ChatModel, ToolCall, ToolSchema } from './chat-model.js';
-import { type ChatRequest, chatRequestSchema, checkSampling, normalizeMessages } from './chat-request.js';
+import {
+  CHAT_REQUEST_PARAMS,
+  type ChatRequest,
+  chatRequestSchema,
+  checkSampling,
+  normalizeMessages,
+} from './chat-request.js';
 import { registerCompletions } from './completions-route.js';
 import { registerJsonBody } from './json-body.js';
 import { fromZod, invalid, OpenAiHttpError, toOpenAiError, withoutServerPaths } from './openai-errors.js';
@@ -311,7 +317,7 @@ export function createOpenAiServer(options: OpenAiServerOptions): FastifyInstanc
   async function prepare(request: FastifyRequest): Promise<Prepared> {
     const startedAt = performance.now();
     const parsed = chatRequestSchema.safeParse(request.body);
-    if (!parsed.success) throw fromZod(parsed.error);
+    if (!parsed.success) throw fromZod(parsed.error, CHAT_REQUEST_PARAMS);
     const body = parsed.data;
     if (body.model !== model.id) throw modelNotFound(body.model);
     const n = body.n ?? 1;

@@ -110,8 +110,19 @@ export function actorInfeasible(
       `has all of it: the closest, ${s.holder.title}, has ${formatAmount(s.kind, s.amount)}; ${NEVER_ON_NODES}`
     : `${what} needs ${formatAmount(s.kind, s.requested)}, but the largest ${scope} ${s.holder.title}` +
       `${selector.empty ? '' : ','} has ${formatAmount(s.kind, s.amount)}; ${NEVER_ON_NODES}`;
-  return new InfeasibleError(message, { fields: shortfallFields(s) });
+  const noGpus = s.kind === GPU && nodes.every((n) => n.total.gpu === 0);
+  return new InfeasibleError(noGpus ? `${message}. ${NO_GPUS_FIX}` : message, {
+    fields: shortfallFields(s),
+  });
 }
+
+/**
+ * What to do when an actor asks for a GPU of a cluster that has none: the embedded cluster of
+ * a machine without GPUs is where a first script meets it.
+ */
+const NO_GPUS_FIX =
+  'The cluster has no GPUs: run on one that declares some (`clawray start --local --gpus-per-worker 1` ' +
+  'starts one on this machine, no GPU needed to try it), or remove numGpus';
 
 /** An actor of a placement group asks more than its bundle (or every bundle) reserves. */
 export function bundleActorInfeasible(

@@ -215,7 +215,6 @@ describe('scheduler: infeasible and busy actors', () => {
       /needs 1 of custom resource "tpu", but the largest node n1 .* has 0 of custom/,
       'tpu',
     ],
-    [{ numGpus: 0.5 }, /needs 0.5 GPU, but the largest node n1 \(.*\) has 0 GPU/, 'GPU'],
   ])('is infeasible at once for %j', (request, message, resource) => {
     const s = cluster(node('n1', { cpus: 4 }), node('n2', { cpus: 12 }));
     const err = caught(() => s.placeActor(actor(request)));
@@ -223,6 +222,19 @@ describe('scheduler: infeasible and busy actors', () => {
     expect(err.message).toMatch(message);
     expect(err.message).toMatch(/no node in the cluster can ever run it$/);
     expect(err.fields.resource).toBe(resource);
+  });
+
+  it('says how to get GPUs, in its one line, when the cluster has none', () => {
+    const s = cluster(node('n1', { cpus: 4 }), node('n2', { cpus: 12 }));
+    const err = caught(() => s.placeActor(actor({ numGpus: 0.5 })));
+    expect(err).toBeInstanceOf(InfeasibleError);
+    expect(err.message).toMatch(
+      /needs 0.5 GPU, but the largest node n1 \(.*\) has 0 GPU; no node in the cluster can ever run it\. /,
+    );
+    expect(err.message).toContain('`clawray start --local --gpus-per-worker 1`');
+    expect(err.message).toMatch(/or remove numGpus$/);
+    expect(err.message).not.toContain('\n');
+    expect(err.fields.resource).toBe('GPU');
   });
 
   it('says so when each resource exists but never together on one node', () => {
