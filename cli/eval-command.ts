@@ -30,7 +30,7 @@ import { type EvalTarget, newestRunTarget, resolveEvalTarget } from '../jobs/rl/
 import { runStandaloneEval, type StandaloneEvalResult } from '../jobs/rl/standalone-eval.js';
 import { onShutdownSignal } from './cli-errors.js';
 import { int } from './cli-parse.js';
-import { type Progress, progress } from './progress.js';
+import { type Progress, plainEvery, progress } from './progress.js';
 
 const TRACKS = ['personal', 'terminal', 'gui', 'swe', 'toolcall'] as const;
 const SPLITS = ['heldout', 'train', 'all'] as const;
@@ -56,7 +56,7 @@ export function registerEvalCommand(program: Command): void {
     )
     .argument(
       '[target]',
-      "a model dir, a trainer checkpoint (<checkpoint.dir>/<submission>/step-N) or a submission's checkpoint dir (its newest step); with --manifest also SUBMISSION_ID[/step-N], or nothing for the job's newest run",
+      "a model dir, a trainer checkpoint (<checkpoint.dir>/<submission>/step-N), a submission's checkpoint dir (its newest step) or its id SUBMISSION_ID[/step-N] (under the manifest's checkpoint.dir, else $CLAWRAY_HOME/checkpoints/<job>/); with --manifest, nothing: the job's newest run",
     )
     .option('--track <track>', `${TRACKS.join(' | ')} (default: the manifest's)`)
     .option(
@@ -136,7 +136,7 @@ async function runEval(path: string | undefined, flags: EvalFlags): Promise<void
       target,
       log,
       onProgress: (done, total, label) => {
-        bar ??= progress('eval', total);
+        bar ??= progress('eval', total, process.stderr, { plainEvery: plainEvery(total) });
         bar.update(done, label);
       },
     });
@@ -282,7 +282,7 @@ function evalTarget(
     }
     return newestRunTarget(root, manifest.metadata.name);
   }
-  const target = resolveEvalTarget(path, { cwd, checkpointRoot: root });
+  const target = resolveEvalTarget(path, { cwd, checkpointRoot: root, home: dataDir });
   if (
     target.kind === 'checkpoint' &&
     flags.model &&

@@ -93,6 +93,7 @@ describe("job submit MANIFEST: reading the driver's log", () => {
       method: 'rl',
       steps: 3,
       skippedSteps: 1,
+      warmupSteps: 0,
       metric: 'success',
       heldoutStart: 0.1,
       heldoutAfterWarmup: 0.3,
@@ -106,6 +107,23 @@ describe("job submit MANIFEST: reading the driver's log", () => {
       recoveries: { engines: 1, trainers: 0 },
       runtime: { rollout: ['onnxruntime/cpu'], trainer: ['tfjs/wasm'] },
       logprobAbsDiff: 2e-7,
+      checkpoint: null,
+      logFile: null,
+    });
+    // The newest checkpoint and the kept log, when the driver and `submit` name them.
+    expect(
+      JSON.parse(
+        rljobSummaryLine(job, {
+          ...summary!,
+          warmupSteps: 500,
+          checkpoint: { path: '/c/rl-1/step-560', step: 60, trainerStep: 560 },
+          logFile: '/h/logs/rljobs/rl-1.log',
+        }),
+      ),
+    ).toMatchObject({
+      warmupSteps: 500,
+      checkpoint: { path: '/c/rl-1/step-560', step: 60, trainerStep: 560 },
+      logFile: '/h/logs/rljobs/rl-1.log',
     });
     expect(JSON.parse(rljobSummaryLine(job, null))).toMatchObject({
       steps: 0,

@@ -3,24 +3,28 @@
  * checks its GPU partition against the cluster, uploads the working dir (the manifest's
  * directory by default) and submits an ordinary entrypoint job whose entrypoint is
  * `clawray rljob run MANIFEST --set …` (Ray's model: the driver is the job's process; the head
- * knows nothing of manifests). While it runs, a terminal shows a live line made from the
- * driver's `step N/M: …` log lines; anything else gets the log itself. The driver's last log
- * line, `summary {JSON}`, becomes the `--json` line.
+ * knows nothing of manifests). While it runs, a terminal shows a bar per phase made from the
+ * driver's log lines (rljob-view.ts); anything else gets the log itself, long step series
+ * thinned. The log is kept in $CLAWRAY_HOME/logs/rljobs/ID.log (an embedded cluster's store
+ * ends with this command). The driver's last log line, `summary {JSON}`, becomes a short
+ * human summary on stderr (rljob-summary.ts) and the `--json` line.
  */
 
-import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
+import { closeSync, existsSync, mkdirSync, openSync, writeSync } from 'node:fs';
+import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import type { Cluster } from '../actors/runtime/cluster.js';
 import { ConfigError } from '../common/errors.js';
+import { clawrayHome } from '../common/home.js';
 import { loadManifest } from '../jobs/manifest/load.js';
 import { planPartition } from '../jobs/manifest/partition.js';
 import type { RLJobSummary as DriverSummary } from '../jobs/rl/driver.js';
 import type { JobsClient, JobView } from '../jobs/supervisor/jobs-client.js';
-import { LineSplitter, type Progress, parseStepLine, progress, TIME_STAMP } from './progress.js';
+import { LineSplitter, TIME_STAMP } from './progress.js';
+import { humanSummary } from './rljob-summary.js';
+import { RljobView } from './rljob-view.js';
 
 /** An RL driver stops at a step boundary and checkpoints first; that takes a while. */
 export const RLJOB_STOP_GRACE_MS = 120_000;
-/** Log lines kept to show why a job failed when the terminal only showed the live line. */
-const TAIL_LINES = 20;
 
 export interface ManifestSubmitOptions {
   set: string[];
@@ -47,8 +51,11 @@ export interface ManifestConn {
   followLogs(submissionId: string, write: (text: string) => void): Promise<JobView>;
 }
 
-/** The `summary {JSON}` line an RL driver ends its log with (its curves left out). */
-export type RLJobSummary = Omit<DriverSummary, 'history' | 'evals'>;
+/**
+ * The `summary {JSON}` line an RL driver ends its log with (its curves left out), and where
+ * `job submit` kept the log.
+ */
+export type RLJobSummary = Omit<DriverSummary, 'history' | 'evals'> & { logFile?: string };
 
 export function isManifestPath(entrypoint: string[]): boolean {
   return entrypoint.length === 1 && /\.ya?ml$/i.test(entrypoint[0]);
@@ -120,31 +127,82 @@ export async function submitManifest(
   process.stderr.write(`clawray: job '${job.submissionId}' submitted (RLJob ${manifest.metadata.name})\n`);
   if (!o.wait) return { job, summary: null };
 
-  const live = Boolean(process.stderr.isTTY);
+  const log = openJobLog(job.submissionId);
+  const view = new RljobView({
+    live: Boolean(process.stderr.isTTY),
+    out: process.stdout,
+    err: process.stderr,
+    logFile: log?.path,
+  });
   let summary: RLJobSummary | null = null;
-  let bar: Progress | undefined;
-  const tail: string[] = [];
   const lines = new LineSplitter((line) => {
     summary = parseSummaryLine(line) ?? summary;
-    if (!live) return;
-    tail.push(line);
-    if (tail.length > TAIL_LINES) tail.shift();
-    const step = parseStepLine(line);
-    if (step) {
-      bar ??= progress('rljob', step.total);
-      bar.update(step.step, step.label);
-    }
+    view.push(line);
   });
-  job = await conn.followLogs(job.submissionId, (text) => {
-    if (!live) process.stdout.write(text);
-    lines.push(text);
-  });
-  lines.end();
-  bar?.finish();
-  if (live && job.status === 'FAILED' && tail.length > 0) {
-    process.stderr.write(`clawray: the last lines of the job's log:\n${tail.join('\n')}\n`);
+  try {
+    job = await conn.followLogs(job.submissionId, (text) => {
+      log?.write(text);
+      lines.push(text);
+    });
+    lines.end();
+  } finally {
+    view.end();
+    log?.close();
   }
-  return { job, summary };
+  const kept: RLJobSummary | null = summary ? { ...(summary as RLJobSummary), logFile: log?.path } : null;
+  const report = humanSummary(job.status, kept, job.submissionId, {
+    manifest: file,
+    set: o.set,
+    logFile: log?.path,
+    cli: cliName(),
+    exists: existsSync,
+    quote: shellWord,
+  });
+  process.stderr.write(`${report.join('\n')}\n`);
+  return { job, summary: kept };
+}
+
+/** Where `job submit` keeps an RL job's log: the embedded cluster's store ends with the command. */
+export function jobLogFile(submissionId: string, home = clawrayHome()): string {
+  return join(home, 'logs', 'rljobs', `${submissionId}.log`);
+}
+
+/** The job's log file, written as the log is followed; undefined (and said) when it cannot be. */
+function openJobLog(
+  submissionId: string,
+): { path: string; write(text: string): void; close(): void } | undefined {
+  const path = jobLogFile(submissionId);
+  let fd: number;
+  try {
+    mkdirSync(dirname(path), { recursive: true });
+    fd = openSync(path, 'w');
+  } catch (err) {
+    process.stderr.write(`clawray: the job's log is not kept in a file: ${(err as Error).message}\n`);
+    return undefined;
+  }
+  let open = true;
+  return {
+    path,
+    write(text) {
+      if (!open) return;
+      try {
+        writeSync(fd, text);
+      } catch (err) {
+        open = false;
+        process.stderr.write(`clawray: writing ${path} failed: ${(err as Error).message}\n`);
+      }
+    },
+    close() {
+      closeSync(fd);
+    },
+  };
+}
+
+/** How the user ran clawray, for the commands the summary prints: through npx, or on the PATH. */
+function cliName(): string {
+  return process.env.npm_command === 'exec' || process.env.npm_lifecycle_event === 'npx'
+    ? 'npx clawray'
+    : 'clawray';
 }
 
 /** The one JSON line `submit --json` ends with. */
@@ -162,6 +220,7 @@ export function rljobSummaryLine(job: JobView, summary: RLJobSummary | null): st
     steps: summary?.steps ?? 0,
     // Steps the trainer did not take (loss or gradients not finite): the weights stayed as they were.
     skippedSteps: summary?.skippedSteps ?? 0,
+    warmupSteps: summary?.warmupSteps ?? 0,
     metric: summary?.metric ?? null,
     heldoutStart: summary?.heldout?.start ?? null,
     // After train.warmup's SFT: where RL itself started (null without a warm start).
@@ -179,5 +238,9 @@ export function rljobSummaryLine(job: JobView, summary: RLJobSummary | null): st
     runtime: summary?.runtime ?? null,
     // Mean |trainer − rollout logprob| per step (goal ≤ 1e-3); null before any RL step.
     logprobAbsDiff: summary?.logprobAbsDiff ?? null,
+    // The newest checkpoint: its dir (step-N counts optimizer steps), its job step, and N.
+    checkpoint: summary?.checkpoint ?? null,
+    // The job's whole log, kept by `job submit` (an embedded cluster's store ends with it).
+    logFile: summary?.logFile ?? null,
   });
 }

@@ -169,7 +169,7 @@ describe('clawray serve with a random model, driven by the openai client', () =>
     });
     const text = await metrics.text();
     expect(text).toMatch(/clawray_rollout_tokens_total [1-9]/);
-    expect(text).toContain('clawray_rollout_execution_provider{provider="cpu"} 1');
+    expect(text).toContain('clawray_rollout_execution_provider{provider="cpu",kv_cache="host"} 1');
   });
 
   it('honours the engine flags: a request over --memory-budget-mib is a 400 naming it; a bad value exits 2', async () => {
@@ -222,5 +222,27 @@ describe('clawray serve with a random model, driven by the openai client', () =>
     } finally {
       small.kill('SIGKILL');
     }
+  });
+
+  // Last: it stops the server.
+  it('writes the turns still waiting for their next state when it stops (SIGTERM)', async () => {
+    const rows = () =>
+      readFileSync(record, 'utf8')
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { session_id: string; next_state: unknown; end: string });
+    // The README's single request: its record waits for the session's next turn.
+    await client.chat.completions.create(
+      { model: 'tiny', messages: [{ role: 'user', content: 'hi' }], max_tokens: 4, logprobs: true },
+      { headers: { 'X-Session-Id': 'pending-at-stop', 'X-Turn-Type': 'main' } },
+    );
+    expect(rows().filter((r) => r.session_id === 'pending-at-stop')).toEqual([]);
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(rows().filter((r) => r.session_id === 'pending-at-stop')).toMatchObject([
+      { next_state: null, end: 'shutdown', session_done: false },
+    ]);
   });
 });

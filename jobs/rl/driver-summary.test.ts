@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseManifest } from '../manifest/load.js';
-import { heldoutSummary, warmupLr } from './driver.js';
+import { checkpointNaming, evalProgress, heldoutSummary, warmupLr } from './driver.js';
 import type { EvalRecord } from './job-state.js';
 
 const at = (step: number, success: number, afterWarmup?: boolean): EvalRecord => ({
@@ -44,5 +44,42 @@ describe('warmupLr', () => {
     expect(warmupLr(s, 0)).toBeCloseTo(1e-2, 12);
     expect(warmupLr(s, 200)).toBeCloseTo(5.5e-3, 12);
     expect(warmupLr(s, 400)).toBeCloseTo(1e-3, 12);
+  });
+});
+
+describe('checkpointNaming', () => {
+  it('says why step-N differs from the job step: optimizer steps, warm start included', () => {
+    expect(checkpointNaming(60, 500, 560)).toBe('optimizer step 560: 500 warm-start + 60 RL');
+    // RL steps that trained nothing leave the optimizer where it was.
+    expect(checkpointNaming(4, 120, 120)).toBe('optimizer step 120: 120 warm-start + 0 RL');
+    expect(checkpointNaming(5, 0, 3)).toBe('optimizer step 3');
+  });
+  it('says nothing where the names agree: no warm start, or the warm start itself', () => {
+    expect(checkpointNaming(20, 0, 20)).toBe('');
+    expect(checkpointNaming(0, 500, 500)).toBe('');
+  });
+});
+
+describe('evalProgress', () => {
+  it('logs the start, then at most one line every 2 s, never the last (the result line follows)', () => {
+    let ms = 0;
+    const lines: string[] = [];
+    const p = evalProgress(
+      5,
+      'held-out tasks',
+      (l) => lines.push(l),
+      () => ms,
+    );
+    p.advance();
+    ms = 2500;
+    p.advance();
+    p.advance();
+    ms = 6000;
+    p.advance();
+    p.advance();
+    expect(lines).toEqual(['0/5 held-out tasks', '2/5 held-out tasks', '4/5 held-out tasks']);
+    const none: string[] = [];
+    evalProgress(0, 'held-out tasks', (l) => none.push(l)).advance();
+    expect(none).toEqual([]);
   });
 });

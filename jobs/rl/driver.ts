@@ -106,6 +106,13 @@ export interface RLJobSummary {
   elapsedSeconds: number;
   resumedFromStep: number | null;
   checkpointDir: string;
+  /**
+   * The newest checkpoint of the job: its directory (`step-N`, named by the trainer's optimizer
+   * step: warm-start steps included), the job step it holds, and that optimizer step.
+   */
+  checkpoint: { path: string; step: number; trainerStep: number } | null;
+  /** Warm-start SFT steps done (train.warmup; 0 without one and for method sft). */
+  warmupSteps: number;
   /** null when a failed job could not read its streams' counts. */
   trajectories: TrajectoryCounts | null;
   recoveries: { engines: number; trainers: number };
@@ -151,6 +158,10 @@ export class RLDriver {
   private step = 0;
   private warmupDone = 0;
   private lastCheckpointStep: number | null = null;
+  /** The job step of that checkpoint. */
+  private lastCheckpointJobStep: number | null = null;
+  /** The model the trainer's checkpoints go into (saved with them for `clawray serve` and `eval`). */
+  private baseModel?: DriverState['model'];
   /** Where this run last saved the trainer's weights (null until it has). */
   private lastCheckpointPath: string | null = null;
   private readonly history: StepRecord[] = [];
@@ -216,6 +227,11 @@ export class RLDriver {
   async run(): Promise<RLJobSummary> {
     const { spec, o } = this;
     const modelDir = prepareModelDir(spec.model, o.workingDir, o.dataDir);
+    this.baseModel = {
+      dir: modelDir,
+      ...(spec.model.name ? { name: spec.model.name } : {}),
+      ...(spec.train.lora ? { lora: spec.train.lora } : {}),
+    };
     const codec = new ChatCodec(modelDir);
     const judgeModelDir = this.judgeModelDir(modelDir);
     const judgeCodec = judgeModelDir && judgeModelDir !== modelDir ? new ChatCodec(judgeModelDir) : codec;
@@ -319,19 +335,30 @@ export class RLDriver {
         if (this.stopRequested || spec.eval.everySteps <= 0) return;
         const previous = this.phase;
         this.phase = 'evaluating';
+        const at = afterWarmup ? 'after the warm start' : `step ${this.step}`;
+        const personal = spec.track === 'personal';
+        const progress = evalProgress(
+          personal ? (spec.user ? spec.user.evalSessions * spec.user.turnsPerSession : 0) : evalTasks.length,
+          personal ? 'held-out replies' : 'held-out tasks',
+          (line) => o.log(`eval ${at}: ${line}`),
+        );
         const r = await runHeldOutEval(spec, {
-          generate: (request) => remote.generate(request),
+          generate: async (request) => {
+            const out = await remote.generate(request);
+            if (personal) progress.advance();
+            return out;
+          },
           codec,
           taskIds: evalTasks,
           play,
+          onEpisode: () => progress.advance(),
         });
         this.phase = previous;
         if (!r) return;
         this.evals.push({ step: this.step, ...r, ...(afterWarmup ? { afterWarmup } : {}) });
         this.metrics.success.set({ job: this.job, split: 'heldout' }, r.success);
-        const personal = spec.track === 'personal';
         o.log(
-          `eval ${afterWarmup ? 'after the warm start' : `step ${this.step}`}: held-out ${personal ? 'preference score' : 'success'} ${r.success.toFixed(3)} (${r.episodes} ${personal ? 'sessions' : 'tasks'}, mean reward ${r.rewardMean.toFixed(3)}, ${r.seconds.toFixed(1)} s)`,
+          `eval ${at}: held-out ${personal ? 'preference score' : 'success'} ${r.success.toFixed(3)} (${r.episodes} ${personal ? 'sessions' : 'tasks'}, mean reward ${r.rewardMean.toFixed(3)}, ${r.seconds.toFixed(1)} s)`,
         );
         if (r.sample) o.log(`eval sample: ${r.sample}`);
       };
@@ -458,6 +485,7 @@ export class RLDriver {
       method: spec.method,
       status,
       steps: this.step,
+      warmupSteps: this.sftJob ? 0 : this.warmupDone,
       skippedSteps: this.skippedSteps,
       metric: spec.track === 'personal' ? 'preference_score' : 'heldout_success',
       heldout: heldoutSummary(this.evals),
@@ -467,6 +495,14 @@ export class RLDriver {
       elapsedSeconds: (performance.now() - this.startedAt) / 1000,
       resumedFromStep: this.resumedFrom,
       checkpointDir: this.state.dir,
+      checkpoint:
+        this.lastCheckpointPath !== null && this.lastCheckpointStep !== null
+          ? {
+              path: this.lastCheckpointPath,
+              step: this.lastCheckpointJobStep ?? this.step,
+              trainerStep: this.lastCheckpointStep,
+            }
+          : null,
       trajectories,
       recoveries: {
         engines: this.parts?.engines.recoveries ?? 0,
@@ -507,6 +543,8 @@ export class RLDriver {
     if (!state) return null;
     await trainers.resume(state.trainerStep);
     this.lastCheckpointStep = state.trainerStep;
+    this.lastCheckpointJobStep = state.step;
+    this.lastCheckpointPath = join(this.state.dir, `step-${state.trainerStep}`);
     this.step = state.step;
     this.warmupDone = state.warmupDone;
     this.skippedSteps = state.skippedSteps ?? 0;
@@ -857,6 +895,9 @@ export class RLDriver {
     // on disk are current, so only the driver state (evals, ledger) is written again.
     const unchanged = this.lastCheckpointPath !== null && this.lastCheckpointStep === trainers.version;
     const path = unchanged ? this.lastCheckpointPath! : await trainers.saveCheckpoint(this.step);
+    // The same job step checkpointed again (the end, after its final evaluation or a stop):
+    // only the driver state is new, and the log must not announce the checkpoint twice.
+    const again = unchanged && this.lastCheckpointJobStep === this.step;
     this.lastCheckpointPath = path;
     const ledgerState = ledger.prepareCommit();
     this.state.save({
@@ -870,14 +911,34 @@ export class RLDriver {
       history: this.history,
       ledger: ledgerState,
       skippedSteps: this.skippedSteps,
+      ...(this.baseModel ? { model: this.baseModel } : {}),
       savedAtMs: Date.now(),
     });
     this.lastCheckpointStep = trainers.version;
+    this.lastCheckpointJobStep = this.step;
     await ledger.finishCommit();
     this.setTrajectoryMetrics(await ledger.counts());
     this.o.log(
-      `checkpoint at step ${this.step}: ${path}${unchanged ? ' (weights unchanged; driver state saved)' : ''}`,
+      again
+        ? `driver state saved again at the end of step ${this.step} (the weights in ${path} are unchanged)`
+        : `${this.checkpointName()}: ${path}${parenthesis([
+            checkpointNaming(this.step, this.sftJob ? 0 : this.warmupDone, trainers.version),
+            unchanged ? 'weights unchanged; driver state saved' : '',
+          ])}`,
     );
+  }
+
+  /** What the log calls the checkpoint being written: by job step, or by warm-start step. */
+  private checkpointName(): string {
+    const warmup = this.spec.train.warmup?.steps ?? 0;
+    if (this.sftJob || this.step > 0 || this.warmupDone === 0) return `checkpoint at step ${this.step}`;
+    return this.warmupDone >= warmup
+      ? 'checkpoint after the warm start'
+      : `checkpoint at warm-start step ${this.warmupDone}/${warmup}`;
+  }
+
+  private get sftJob(): boolean {
+    return this.spec.method === 'sft';
   }
 
   private maybeCheckpoint(trainers: TrainerGroup, ledger: TrajectoryLedger): Promise<void> {
@@ -961,6 +1022,52 @@ export function heldoutSummary(evals: readonly EvalRecord[]): RLJobSummary['held
     start: evals[0]?.success ?? null,
     afterWarmup: evals.find((e) => e.afterWarmup)?.success ?? null,
     end: evals.at(-1)?.success ?? null,
+  };
+}
+
+/**
+ * Why a checkpoint of job step `step` is named `step-${trainerStep}`: trainer checkpoints count
+ * optimizer steps, warm-start SFT steps included (and RL steps that trained nothing excluded).
+ * Empty when the two agree.
+ */
+export function checkpointNaming(step: number, warmupDone: number, trainerStep: number): string {
+  if (trainerStep === step + warmupDone && (warmupDone === 0 || step === 0)) return '';
+  if (warmupDone > 0 && trainerStep >= warmupDone) {
+    return `optimizer step ${trainerStep}: ${warmupDone} warm-start + ${trainerStep - warmupDone} RL`;
+  }
+  return `optimizer step ${trainerStep}`;
+}
+
+/** ' (a; b)' of the parts that say something, '' when none does. */
+function parenthesis(parts: string[]): string {
+  const said = parts.filter(Boolean);
+  return said.length > 0 ? ` (${said.join('; ')})` : '';
+}
+
+/** How often an evaluation logs how far it is (its first line says it began). */
+const EVAL_PROGRESS_MS = 2000;
+
+/**
+ * An evaluation's progress lines: `0/67 held-out tasks` as it starts, then at most one every
+ * EVAL_PROGRESS_MS (`job submit` draws its bar from them; a short evaluation logs only the first).
+ */
+export function evalProgress(
+  total: number,
+  what: string,
+  log: (line: string) => void,
+  now: () => number = () => performance.now(),
+): { advance(): void } {
+  let done = 0;
+  let lastMs = now();
+  if (total > 0) log(`0/${total} ${what}`);
+  return {
+    advance() {
+      done = Math.min(done + 1, total);
+      if (done < total && now() - lastMs >= EVAL_PROGRESS_MS) {
+        lastMs = now();
+        log(`${done}/${total} ${what}`);
+      }
+    },
   };
 }
 

@@ -15,6 +15,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { CONFIG_FILE } from '../../actors/models/model-dir.js';
 import { CheckpointManager, MODEL_FILE, TRAINER_STATE_FILE } from '../../actors/trainer/checkpoint.js';
 import { ConfigError } from '../../common/errors.js';
+import { checkpointsHome, findSubmission } from './checkpoint-ref.js';
 import { type DriverState, JobStateStore } from './job-state.js';
 
 export type EvalTarget =
@@ -32,19 +33,33 @@ export type EvalTarget =
 
 const STEP_DIR = /^step-(\d+)$/;
 
-/** Resolves `path` (relative to `cwd`); `checkpointRoot` is the manifest's, when there is one. */
-export function resolveEvalTarget(path: string, o: { cwd: string; checkpointRoot?: string }): EvalTarget {
+/**
+ * Resolves `path` (relative to `cwd`); `checkpointRoot` is the manifest's, when there is one;
+ * with `home`, a submission id (`SUB[/step-N]`) is also looked up under the default checkpoint
+ * roots (`<home>/checkpoints/<job>/`).
+ */
+export function resolveEvalTarget(
+  path: string,
+  o: { cwd: string; checkpointRoot?: string; home?: string; verb?: string },
+): EvalTarget {
   const direct = resolve(o.cwd, path);
-  if (existsSync(direct)) return targetAt(direct);
+  const verb = o.verb ?? 'evaluate';
+  if (existsSync(direct)) return targetAt(direct, verb);
+  const found = o.home === undefined ? undefined : findSubmission(path, o.home);
   if (o.checkpointRoot) {
     const under = resolve(o.checkpointRoot, path);
-    if (existsSync(under)) return targetAt(under);
+    if (existsSync(under)) return targetAt(under, verb);
+    if (found) return targetAt(found, verb);
     throw new ConfigError(
       `${path}: no such model or checkpoint (looked at ${direct} and, under the manifest's checkpoint root, ${under})`,
       { fields: { path } },
     );
   }
-  throw new ConfigError(`${direct}: no such model directory or checkpoint`, { fields: { path: direct } });
+  if (found) return targetAt(found, verb);
+  const where = o.home === undefined ? '' : ` (nor a submission id under ${checkpointsHome(o.home)}/<job>/)`;
+  throw new ConfigError(`${direct}: no such model directory or checkpoint${where}`, {
+    fields: { path: direct },
+  });
 }
 
 /** The newest checkpoint of the newest run of `jobName` under `root` (no path given). */
@@ -59,7 +74,7 @@ export function newestRunTarget(root: string, jobName: string): EvalTarget {
   return targetAt(join(root, runs[0].submissionId));
 }
 
-function targetAt(dir: string): EvalTarget {
+function targetAt(dir: string, verb = 'evaluate'): EvalTarget {
   if (!statSync(dir).isDirectory()) {
     throw new ConfigError(`${dir}: not a directory: expected a model directory or a checkpoint`, {
       fields: { path: dir },
@@ -78,7 +93,7 @@ function targetAt(dir: string): EvalTarget {
   const newest = new CheckpointManager({ dir }).latest();
   if (newest === null) {
     throw new ConfigError(
-      `${dir}: nothing to evaluate here: no model (${CONFIG_FILE}), no trainer checkpoint (step-N/ with ${MODEL_FILE} and ${TRAINER_STATE_FILE}), and no complete step-N/ checkpoint inside`,
+      `${dir}: nothing to ${verb} here: no model (${CONFIG_FILE}), no trainer checkpoint (step-N/ with ${MODEL_FILE} and ${TRAINER_STATE_FILE}), and no complete step-N/ checkpoint inside`,
       { fields: { path: dir } },
     );
   }

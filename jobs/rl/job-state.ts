@@ -23,6 +23,7 @@ import {
   statSync,
 } from 'node:fs';
 import { join } from 'node:path';
+import type { LoraConfig } from '../../actors/trainer/lora.js';
 import { writeFileAtomic } from '../../common/atomic-file.js';
 import { ConfigError, NotFoundError } from '../../common/errors.js';
 import type { EvalResult } from './evaluation.js';
@@ -64,6 +65,19 @@ export interface DriverState {
   savedAtMs: number;
   /** The submission (and its trainer checkpoint) this run was started from with `--resume`. */
   resumedFrom?: string;
+  /**
+   * The model the trainer's checkpoints go into: the directory the job's engines served (its
+   * chat template in place), `spec.model.name`, and `spec.train.lora` (a LoRA checkpoint holds
+   * adapters only). `clawray serve` and `clawray eval` read it to serve a checkpoint by itself.
+   * Absent in files of older jobs.
+   */
+  model?: CheckpointBase;
+}
+
+export interface CheckpointBase {
+  dir: string;
+  name?: string;
+  lora?: LoraConfig;
 }
 
 const STATE_FILE = 'driver-state.json';
