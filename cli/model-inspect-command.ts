@@ -9,14 +9,15 @@
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import type { Command } from 'commander';
 import { listSupportedBackends } from 'onnxruntime-node';
-import { holdsGpu, providerAttempts } from '../actors/models/execution-provider.js';
+import { cudaProviderInstalled, holdsGpu, providerAttempts } from '../actors/models/execution-provider.js';
 import { type SamplingDefaults, samplingDefaults } from '../actors/models/generation-config.js';
 import { dims, type ModelConfig, parseModelConfig } from '../actors/models/model-config.js';
 import { CONFIG_FILE, GENERATION_CONFIG_FILE, readGenerationConfig } from '../actors/models/model-dir.js';
 import { countParameters } from '../actors/models/model-init.js';
+import { gqaUnsupported } from '../actors/models/onnx-export-gqa.js';
 import { describeRope } from '../actors/models/rope.js';
 import {
   DTYPE_BYTES,
@@ -143,42 +144,34 @@ function hasChatTemplate(dir: string): boolean {
   }
 }
 
-/** The CUDA execution provider ships as a separate library beside onnxruntime-node's binding. */
-function ortCudaInstalled(): boolean {
-  try {
-    const require = createRequire(import.meta.url);
-    const binRoot = join(dirname(require.resolve('onnxruntime-node')), '..', 'bin');
-    const stack = [binRoot];
-    while (stack.length > 0) {
-      const d = stack.pop()!;
-      for (const e of readdirSync(d, { withFileTypes: true })) {
-        if (e.isDirectory()) stack.push(join(d, e.name));
-        else if (e.name.startsWith('libonnxruntime_providers_cuda')) return true;
-      }
-    }
-  } catch {
-    // no binding folder to look in: treat as CPU only
-  }
-  return false;
-}
-
-function rolloutRuntime(): ModelInspection['runtime']['rollout'] {
+/**
+ * What the rollout engine would run on here: the providers this install can start, what 'auto'
+ * tries in order (WebGPU with where its KV cache would live: on the GPU when the model takes
+ * the GQA graph), and why.
+ */
+function rolloutRuntime(config: ModelConfig | null): ModelInspection['runtime']['rollout'] {
   // The providers the engine asks for (execution-provider.ts) that this install can start.
   const providers = listSupportedBackends()
     .filter(
       (b) =>
         b.name === 'cpu' ||
         (b.name === 'webgpu' && b.bundled) ||
-        (b.name === 'cuda' && (b.bundled || ortCudaInstalled())),
+        (b.name === 'cuda' && (b.bundled || cudaProviderInstalled())),
     )
     .map((b) => b.name);
   const cuda = providers.includes('cuda');
   const gpu = holdsGpu();
   // What 'auto' tries here, in order, among the providers this install has.
   const attempts = providerAttempts('auto').filter((p) => providers.includes(p));
+  // The device runner (runner-choice.ts): WebGPU with the GQA graph keeps the cache on the GPU.
+  const deviceCache = config !== null && gqaUnsupported(config) === null;
+  const named = (p: string) =>
+    p === 'webgpu'
+      ? `webgpu (KV cache ${deviceCache ? 'in GPU memory, gqa graph' : 'in host memory: this model cannot take the gqa graph'})`
+      : p;
   const uses =
     attempts.length > 1
-      ? `${attempts[0]} (then ${attempts.slice(1).join(', then ')} if a session fails to start)`
+      ? `${named(attempts[0])} (then ${attempts.slice(1).map(named).join(', then ')} if a session fails to start)`
       : 'cpu';
   const note = cuda
     ? gpu
@@ -260,7 +253,7 @@ export function inspectModelDir(dirArg: string): ModelInspection {
     chatTemplate: hasChatTemplate(dir),
     generationDefaults,
     layouts: { safetensors: weights.layout, onnx: onnxLayouts(dir) },
-    runtime: { rollout: rolloutRuntime(), trainer: trainerRuntime() },
+    runtime: { rollout: rolloutRuntime(config), trainer: trainerRuntime() },
     memory: {
       rolloutWeightsBytes:
         params === null ? null : { float32: params * F32_BYTES, float16: params * F16_BYTES },

@@ -1,4 +1,8 @@
-/** Finds the node's GPUs with `nvidia-smi`; a machine without it (or without GPUs) has none. */
+/**
+ * Finds the node's GPUs with `nvidia-smi`; a machine without it (or without GPUs) has none. The
+ * worker registers them; a rollout engine whose KV cache lives on its GPU sizes its memory
+ * budget by the one it holds.
+ */
 import { execFile } from 'node:child_process';
 
 export interface GpuDevice {
@@ -29,4 +33,15 @@ export function discoverGpus(timeoutMs = 5000): Promise<GpuDevice[]> {
       (err, stdout) => resolve(err ? [] : parseNvidiaSmi(stdout)),
     );
   });
+}
+
+/**
+ * The memory of the first GPU this process may use (CUDA_VISIBLE_DEVICES' first id, an index
+ * or a UUID; else GPU 0), in bytes; undefined where nvidia-smi does not answer for it.
+ */
+export async function heldGpuMemoryBytes(timeoutMs = 5000): Promise<number | undefined> {
+  const first = (process.env.CUDA_VISIBLE_DEVICES ?? '0').split(',')[0].trim();
+  const gpus = await discoverGpus(timeoutMs);
+  const gpu = gpus.find((g) => String(g.index) === first || g.uuid === first);
+  return gpu && Number.isFinite(gpu.memoryMb) ? gpu.memoryMb * 2 ** 20 : undefined;
 }

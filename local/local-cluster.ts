@@ -6,11 +6,12 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { cpus } from 'node:os';
 import { createInterface } from 'node:readline';
 import { InternalError } from '../common/errors.js';
+import { discoverGpus } from '../common/gpu-discovery.js';
 import type { Logger } from '../common/logger.js';
 import { distEntry } from '../common/package-root.js';
 import { HeadServer } from '../head/head-server.js';
-import { discoverGpus } from '../worker/gpu-discovery.js';
 import { NodeAgent } from '../worker/node-agent.js';
+import { defaultMemoryMb } from '../worker/worker-options.js';
 
 export interface LocalClusterOptions {
   /** Node agents to start. Default 1. */
@@ -19,6 +20,11 @@ export interface LocalClusterOptions {
   gpusPerWorker?: number;
   /** CPUs each worker offers. Default: the machine's cores, split across workers. */
   cpusPerWorker?: number;
+  /**
+   * Memory each worker offers to actors, in MB. Default: what one worker alone would offer
+   * (70% of the machine's memory), split across workers: they share one machine's memory.
+   */
+  memoryMbPerWorker?: number;
   /** Warm actor hosts per worker. Default 2. */
   poolSize?: number;
   /** Head gRPC port. Default 0 (any free port). */
@@ -103,6 +109,7 @@ export class LocalCluster {
       options.gpusPerWorker === undefined ? (await discoverGpus()).map((g) => g.index) : [];
     const gpuIds = splitGpus(workers, options.gpusPerWorker, machineGpuIds);
     const cpusEach = options.cpusPerWorker ?? Math.max(1, Math.floor(cpus().length / workers));
+    const memoryMbEach = options.memoryMbPerWorker ?? Math.floor(defaultMemoryMb() / workers);
     const cluster = new LocalCluster(head, [], []);
     try {
       if (options.workerProcesses) {
@@ -112,6 +119,8 @@ export class LocalCluster {
             ...gpuArgs(gpuIds[i]),
             '--cpus',
             String(cpusEach),
+            '--memory-mb',
+            String(memoryMbEach),
             '--pool-size',
             String(options.poolSize ?? 2),
           ];
@@ -135,6 +144,7 @@ export class LocalCluster {
                 token: head.token,
                 gpuIds: gpuIds[i],
                 cpus: cpusEach,
+                memoryMb: memoryMbEach,
                 poolSize: options.poolSize ?? 2,
               },
               options.logger,

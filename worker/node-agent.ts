@@ -11,6 +11,7 @@ import { HeadClient } from '../actors/runtime/head-client.js';
 import { gpusFromWire } from '../actors/runtime/views.js';
 import { Backoff, HEAD_RECONNECT_INITIAL_MS, HEAD_RECONNECT_MAX_MS, sleep } from '../common/backoff.js';
 import { ActorDiedError, toErrorInfo, UnavailableError } from '../common/errors.js';
+import { discoverGpus } from '../common/gpu-discovery.js';
 import {
   bindServer,
   createServer,
@@ -27,7 +28,6 @@ import { protos } from '../proto/loader.js';
 import type * as m from '../proto/messages.js';
 import type { ActorSpec__Output } from '../proto/messages.js';
 import { containerGpus } from './gpu-allocation.js';
-import { discoverGpus } from './gpu-discovery.js';
 import { HostPool } from './host-pool.js';
 import type { HostExit, HostProcess } from './host-process.js';
 import {

@@ -5,6 +5,8 @@
  * whose install could not fetch it still computes on the GPU through WebGPU.
  */
 import { readdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 
 export const EXECUTION_PROVIDERS = ['cuda', 'webgpu', 'cpu'] as const;
 export type ExecutionProvider = (typeof EXECUTION_PROVIDERS)[number];
@@ -59,4 +61,26 @@ export function providerAttempts(provider: ExecutionProvider | 'auto'): Executio
   if (provider !== 'auto') return [provider];
   if (!holdsGpu()) return ['cpu'];
   return webgpuByDefault() ? ['cuda', 'webgpu', 'cpu'] : ['cuda', 'cpu'];
+}
+
+/**
+ * Whether onnxruntime-node's CUDA execution provider is installed: it ships as a separate library
+ * beside the binding (the GPU image fetches it), which a plain npm install here does not have.
+ */
+export function cudaProviderInstalled(): boolean {
+  try {
+    const require = createRequire(import.meta.url);
+    const binRoot = join(dirname(require.resolve('onnxruntime-node')), '..', 'bin');
+    const stack = [binRoot];
+    while (stack.length > 0) {
+      const d = stack.pop()!;
+      for (const e of readdirSync(d, { withFileTypes: true })) {
+        if (e.isDirectory()) stack.push(join(d, e.name));
+        else if (e.name.startsWith('libonnxruntime_providers_cuda')) return true;
+      }
+    }
+  } catch {
+    // no binding folder to look in: treat as CPU only
+  }
+  return false;
 }

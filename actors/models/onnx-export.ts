@@ -731,7 +731,9 @@ function externalRef(offset: number, bytes: number): OnnxStringEntry[] {
  * the constant tables written and every weight zero until `writeWeights` fills it.
  */
 export function allocateWeightData(layout: WeightLayout): Uint8Array {
-  const data = new Uint8Array(new ArrayBuffer(layout.bytes));
+  // Shared memory: a device runner's thread (actors/rollout/device-runner.ts) opens its session
+  // on these very bytes, with no copy of a model's weights between threads.
+  const data = new Uint8Array(new SharedArrayBuffer(layout.bytes));
   for (const t of layout.tables)
     data.set(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength), t.offset);
   return data;

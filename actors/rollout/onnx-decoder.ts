@@ -59,7 +59,7 @@ const EMPTY_CACHE = new Float32Array(0);
  * first line starts with (`…/webgpu_context.cc:136 …<lambda()> … was false. Failed to get a
  * WebGPU adapter: No supported adapters`, `… : FAIL : Failed to load library …`).
  */
-function ortReason(err: unknown): string {
+export function ortReason(err: unknown): string {
   const line = (err instanceof Error ? err.message : String(err)).split('\n')[0];
   return (/(?:was false\. | : FAIL : )(.*)$/.exec(line)?.[1] ?? line).trim();
 }

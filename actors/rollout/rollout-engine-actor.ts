@@ -49,9 +49,20 @@ export class RolloutEngine {
     });
   }
 
-  async ready(): Promise<{ id: string; provider: string; weightVersion: number }> {
+  /** The model served, its execution provider, where its KV cache lives, and the weight version. */
+  async ready(): Promise<{
+    id: string;
+    provider: string;
+    kvCache: 'host' | 'device';
+    weightVersion: number;
+  }> {
     const model = await this.loading;
-    return { id: model.id, provider: model.provider, weightVersion: model.weightVersion };
+    return {
+      id: model.id,
+      provider: model.provider,
+      kvCache: model.kvCache,
+      weightVersion: model.weightVersion,
+    };
   }
 
   /**

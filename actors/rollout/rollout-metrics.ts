@@ -62,13 +62,13 @@ export function rolloutMetrics(
   });
   new Gauge({
     name: 'clawray_rollout_execution_provider',
-    help: 'The onnxruntime execution provider in use (1 for the active one)',
-    labelNames: ['provider'],
+    help: 'The onnxruntime execution provider in use (1 for the active one), and where the batch KV cache lives (host or device memory)',
+    labelNames: ['provider', 'kv_cache'],
     registers: [registry],
     collect() {
       this.reset();
-      const provider = engine()?.provider;
-      if (provider) this.set({ provider }, 1);
+      const e = engine();
+      if (e) this.set({ provider: e.provider, kv_cache: e.kvCacheLocation }, 1);
     },
   });
   return {

@@ -33,7 +33,7 @@ describe('RolloutModel on a `clawray model init` directory', () => {
     expect(model.provider).toBe('cpu');
     const metrics = await registry.metrics();
     expect(metrics).toContain('clawray_rollout_tokens_total');
-    expect(metrics).toContain('clawray_rollout_execution_provider{provider="cpu"} 1');
+    expect(metrics).toContain('clawray_rollout_execution_provider{provider="cpu",kv_cache="host"} 1');
     // The batch's cache buffer, kept for the next batch now that this one has finished.
     expect(model.engine.kvCacheBytes).toBeGreaterThan(0);
     expect(metrics).toContain(`clawray_rollout_kv_cache_bytes ${model.engine.kvCacheBytes}`);

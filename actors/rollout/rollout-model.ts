@@ -14,6 +14,7 @@ import { readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Registry } from 'prom-client';
 import { ConfigError } from '../../common/errors.js';
+import { heldGpuMemoryBytes } from '../../common/gpu-discovery.js';
 import { createLogger, type Logger } from '../../common/logger.js';
 import { loadModelDir, type ModelDir } from '../models/model-dir.js';
 import {
@@ -29,15 +30,23 @@ import { decodeModel } from '../models/onnx-proto.js';
 import type { WeightMap } from '../models/weight-names.js';
 import type { ChatModel } from './chat-model.js';
 import { DecoderWeights } from './decoder-weights.js';
+import { DEFAULT_MAX_BATCH_SIZE } from './engine-options.js';
 import { ModelCodec } from './model-codec.js';
+import type { ExecutionProvider, GraphWithData, KvLayout } from './onnx-decoder.js';
 import {
-  type DecoderLoadOptions,
-  type ExecutionProvider,
-  type KvLayout,
-  OnnxDecoder,
-} from './onnx-decoder.js';
-import { type GenerateRequest, type GenerateResult, GenerationEngine } from './rollout-engine.js';
+  DEFAULT_PREFILL_CHUNK_TOKENS,
+  type GenerateRequest,
+  type GenerateResult,
+  GenerationEngine,
+} from './rollout-engine.js';
 import { rolloutMetrics } from './rollout-metrics.js';
+import {
+  type CacheLocation,
+  chooseRunner,
+  describeChoice,
+  openPlanned,
+  type RunnerChoiceOptions,
+} from './runner-choice.js';
 
 export interface RolloutModelOptions {
   /** A model directory (config.json, tokenizer.json, weights and/or model.onnx or onnx/model.onnx). */
@@ -74,7 +83,9 @@ export interface RolloutModelOptions {
   prefillChunkTokens?: number;
   /**
    * Bytes a request's estimate may reach before it is refused or waits
-   * (GenerationEngineOptions.memoryBudgetBytes). Default half the machine's memory.
+   * (GenerationEngineOptions.memoryBudgetBytes). Default half the machine's memory; with the
+   * KV cache on a GPU (the device runner), half the GPU's memory less the weights, where
+   * nvidia-smi says how much it has.
    */
   memoryBudgetBytes?: number;
   swapMode?: 'finish' | 'requeue';
@@ -214,16 +225,41 @@ export class RolloutModel extends ModelCodec implements ChatModel {
       headDim: model.dims.headDim,
       vocab: model.dims.vocab,
     };
-    const attention = chooseAttention(model.config, options.attention);
-    const source = graphSource(dir, model, options.weightDtype, attention, options.attention !== undefined);
-    const weights = source.weights;
-    const graph = weights ? { graph: weights.graph, data: weights.data } : source.file!;
-    const loadOptions: DecoderLoadOptions = {
-      provider: options.provider ?? 'auto',
+    const defaultAttention = chooseAttention(model.config, options.attention);
+    // A graph source per attention kind, built when a provider's plan needs it: the device
+    // runner takes the GQA graph, a host cache the default one; only the chosen one is kept.
+    const sources = new Map<DecoderAttention, GraphSource>();
+    const sourceFor = (attention: DecoderAttention): GraphSource => {
+      let source = sources.get(attention);
+      if (!source) {
+        source = graphSource(dir, model, options.weightDtype, attention, options.attention !== undefined);
+        sources.set(attention, source);
+      }
+      return source;
+    };
+    const foreign = sourceFor(defaultAttention).weights === null;
+    const loadOptions = {
       intraOpNumThreads: options.intraOpNumThreads,
       allowSpinning: options.allowSpinning,
     };
-    const decoder = await OnnxDecoder.load(graph, layout, loadOptions);
+    const choiceOptions: RunnerChoiceOptions = {
+      provider: options.provider ?? 'auto',
+      layout,
+      attention: options.attention,
+      defaultAttention,
+      gqaUnsupported: gqaUnsupported(model.config) ?? undefined,
+      ...(foreign
+        ? { file: sourceFor(defaultAttention).file }
+        : { graphFor: (attention) => graphOf(sourceFor(attention).weights!) }),
+      load: loadOptions,
+      prefillChunkTokens: options.prefillChunkTokens ?? DEFAULT_PREFILL_CHUNK_TOKENS,
+      maxBatchSize: options.maxBatchSize ?? DEFAULT_MAX_BATCH_SIZE,
+    };
+    const choice = await chooseRunner(choiceOptions);
+    const source = sourceFor(choice.attention === 'foreign' ? defaultAttention : choice.attention);
+    const weights = source.weights;
+    const memoryBudgetBytes =
+      options.memoryBudgetBytes ?? (await deviceBudget(choice.cache, weights?.bytes ?? 0));
     const logger = options.logger ?? createLogger({ component: 'rollout' });
     for (const { field, reason } of model.samplingDefaults.ignored) {
       logger.warn({ modelDir: dir, field }, `generation_config.json: ${field} ${reason}`);
@@ -231,29 +267,31 @@ export class RolloutModel extends ModelCodec implements ChatModel {
     logger.info(
       {
         modelDir: dir,
-        provider: decoder.provider,
-        attention: decoder.kind,
-        intraOpThreads: decoder.intraOpThreads,
+        provider: choice.provider,
+        attention: choice.attention,
+        kvCache: choice.cache,
+        ...(choice.passedOver.length > 0 ? { passedOver: choice.passedOver } : {}),
         source: source.description,
         weightDtype: weights?.layout.dtype,
         weightBytes: weights?.bytes,
+        ...(memoryBudgetBytes !== undefined ? { memoryBudgetBytes } : {}),
         loadSeconds: (performance.now() - started) / 1000,
       },
-      'rollout model loaded',
+      `rollout model loaded: ${describeChoice(choice)}`,
     );
     let engine: GenerationEngine | undefined;
     const observer = options.registry ? rolloutMetrics(options.registry, () => engine) : undefined;
     const tokenizer = model.tokenizer;
     // Built on the first json_object request: every token's bytes, read once per step and token.
     let byteTable: Uint8Array[] | undefined;
-    engine = new GenerationEngine(decoder, {
+    engine = new GenerationEngine(choice.runner, {
       eosTokenIds: model.eosTokenIds,
       maxContext: model.config.max_position_embeddings,
       attentionHeads: model.dims.heads,
       maxBatchSize: options.maxBatchSize,
       maxQueue: options.maxQueue,
       prefillChunkTokens: options.prefillChunkTokens,
-      memoryBudgetBytes: options.memoryBudgetBytes,
+      memoryBudgetBytes,
       swapMode: options.swapMode,
       detokenize: (ids) => tokenizer.decode(ids, { skipSpecialTokens: true }),
       tokenBytes: (id) => {
@@ -267,10 +305,8 @@ export class RolloutModel extends ModelCodec implements ChatModel {
         if (!weights)
           throw new ConfigError(`updateWeights: ${source.refusal}`, { fields: { file: source.file } });
         await weights.apply(tensors, rollout.loraScales.get(tensors));
-        return OnnxDecoder.load({ graph: weights.graph, data: weights.data }, layout, {
-          ...loadOptions,
-          provider: decoder.provider,
-        });
+        // The same provider and cache placement as the weights being replaced.
+        return openPlanned(choice.provider, choice, choiceOptions);
       },
     });
     const rollout = new RolloutModel(
@@ -288,6 +324,11 @@ export class RolloutModel extends ModelCodec implements ChatModel {
 
   get provider(): ExecutionProvider {
     return this.engine.provider;
+  }
+
+  /** Where the batch's KV cache lives: host memory, or the device's (a GPU provider). */
+  get kvCache(): CacheLocation {
+    return this.engine.kvCacheLocation;
   }
 
   get modelDir(): ModelDir {
@@ -330,6 +371,23 @@ export class RolloutModel extends ModelCodec implements ChatModel {
 }
 
 const EMPTY_BYTES = new Uint8Array(0);
+
+/**
+ * The memory budget of an engine whose KV cache lives on its GPU, when none is given: half the
+ * GPU's memory (nvidia-smi), less the weights that share it, at least 1 GiB; undefined (the
+ * host's default) for a host cache, or where nvidia-smi does not answer (a software Vulkan
+ * driver, another vendor's GPU).
+ */
+async function deviceBudget(cache: CacheLocation, weightBytes: number): Promise<number | undefined> {
+  if (cache !== 'device') return undefined;
+  const gpu = await heldGpuMemoryBytes();
+  return gpu === undefined ? undefined : Math.max(2 ** 30, Math.floor(gpu / 2) - weightBytes);
+}
+
+/** The graph and weights onnxruntime opens, as clawray's export holds them. */
+function graphOf(weights: DecoderWeights): GraphWithData {
+  return { graph: weights.graph, data: weights.data };
+}
 
 function tokenByteTable(tokenizer: { tokenBytes(id: number): number[] }, vocab: number): Uint8Array[] {
   return Array.from({ length: vocab }, (_, id) => Uint8Array.from(tokenizer.tokenBytes(id)));

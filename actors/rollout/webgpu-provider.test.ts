@@ -19,34 +19,14 @@ import { KvSlots } from './kv-batch.js';
 import { OnnxDecoder } from './onnx-decoder.js';
 import { RolloutModel } from './rollout-model.js';
 import { presetConfig } from './test-model.js';
+import { webgpuUnavailable } from './webgpu-probe.test-support.js';
 
 const config = presetConfig('small');
 const d = dims(config);
 const layout = { layers: d.layers, kvHeads: d.kvHeads, headDim: d.headDim, vocab: d.vocab };
 const weights = randomWeights(d, 11);
 
-/** Whether a WebGPU adapter answers here (a GPU, or lavapipe). */
-async function webgpuAdapter(): Promise<string | null> {
-  try {
-    const g = exportDecoderExternal(presetConfig('tiny'), randomWeights(dims(presetConfig('tiny')), 1));
-    const tinyDims = dims(presetConfig('tiny'));
-    const probe = await OnnxDecoder.load(
-      g,
-      {
-        layers: tinyDims.layers,
-        kvHeads: tinyDims.kvHeads,
-        headDim: tinyDims.headDim,
-        vocab: tinyDims.vocab,
-      },
-      'webgpu',
-    );
-    await probe.release();
-    return null;
-  } catch (err) {
-    return err instanceof Error ? err.message : String(err);
-  }
-}
-const noAdapter = await webgpuAdapter();
+const noAdapter = await webgpuUnavailable();
 if (noAdapter) console.warn(`WebGPU cases skipped: ${noAdapter}`);
 
 /** Logits of two rows of uneven prompts, then one decode step each, on `provider`. */
@@ -177,7 +157,9 @@ describe.skipIf(noAdapter !== null)('a rollout engine on WebGPU', () => {
     const cpu = await RolloutModel.load({ modelDir: dir, provider: 'cpu' });
     models.push(gpu, cpu);
     expect(gpu.provider).toBe('webgpu');
-    expect(await registry.metrics()).toContain('clawray_rollout_execution_provider{provider="webgpu"} 1');
+    expect(await registry.metrics()).toContain(
+      'clawray_rollout_execution_provider{provider="webgpu",kv_cache="device"} 1',
+    );
 
     const prompts = [
       [5, 6, 7, 8, 9, 10],

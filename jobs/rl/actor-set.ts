@@ -241,7 +241,11 @@ export async function createActorSet(
       ...set.judgeEngines.map((e) => e.call('ready')),
     ]);
     set.runtime = {
-      rollout: engines.map((e) => `onnxruntime/${e.provider}`),
+      // 'onnxruntime/webgpu (KV cache on the GPU)': the device runner; a GPU provider without it
+      // copies the cache to and fro every step.
+      rollout: engines.map(
+        (e) => `onnxruntime/${e.provider}${e.kvCache === 'device' ? ' (KV cache on the GPU)' : ''}`,
+      ),
       trainer: trainers.map((t) => `tfjs/${t.backend}`),
     };
     await set.rebuildRing();
