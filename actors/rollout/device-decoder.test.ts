@@ -10,6 +10,7 @@ import { randomWeights } from '../models/model-init.js';
 import { exportDecoderExternal } from '../models/onnx-export.js';
 import { DeviceDecoder } from './device-decoder.js';
 import { OnnxDecoder } from './onnx-decoder.js';
+import { maxAbsDiff, recomputeLastLogits } from './recompute.test-support.js';
 import { presetConfig } from './test-model.js';
 import { webgpuUnavailable } from './webgpu-probe.test-support.js';
 
@@ -20,26 +21,8 @@ const weights = randomWeights(d, 7);
 const noAdapter = await webgpuUnavailable();
 if (noAdapter) console.warn(`WebGPU cases skipped: ${noAdapter}`);
 
-/** The logits after `tokens`, computed from scratch on the CPU. */
-async function oracle(cpu: OnnxDecoder, tokens: readonly number[]): Promise<Float32Array> {
-  const n = tokens.length;
-  const out = await cpu.step({
-    batch: 1,
-    seq: n,
-    past: 0,
-    inputIds: BigInt64Array.from(tokens, BigInt),
-    attentionMask: new BigInt64Array(n).fill(1n),
-    positionIds: BigInt64Array.from(tokens, (_, i) => BigInt(i)),
-    pastKv: Array.from({ length: 2 * d.layers }, () => new Float32Array(0)),
-  });
-  return out.logits.slice((n - 1) * d.vocab, n * d.vocab);
-}
-
-function maxDiff(a: Float32Array, b: Float32Array): number {
-  let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
-  return m;
-}
+const oracle = recomputeLastLogits;
+const maxDiff = maxAbsDiff;
 
 describe.skipIf(noAdapter !== null)('DeviceDecoder on WebGPU', () => {
   it('admits grouped and chunked prompts, decodes, drops rows and scores like a recompute on the CPU', async () => {

@@ -10,6 +10,7 @@ import { randomWeights } from '../models/model-init.js';
 import { exportDecoderOnnx } from '../models/onnx-export.js';
 import type { WeightMap } from '../models/weight-names.js';
 import { type KvLayout, OnnxDecoder } from './onnx-decoder.js';
+import { maxAbsDiff, recomputeLastLogits } from './recompute.test-support.js';
 import type { Runner } from './runner.js';
 import { presetConfig } from './test-model.js';
 
@@ -49,20 +50,7 @@ export function runRunnerContract(name: string, make: (model: ContractModel) => 
       return runner;
     }
 
-    /** The last position's logits of `tokens` run whole. */
-    async function recompute(tokens: readonly number[]): Promise<Float32Array> {
-      const n = tokens.length;
-      const out = await cpu.step({
-        batch: 1,
-        seq: n,
-        past: 0,
-        inputIds: BigInt64Array.from(tokens, BigInt),
-        attentionMask: new BigInt64Array(n).fill(1n),
-        positionIds: BigInt64Array.from(tokens, (_, i) => BigInt(i)),
-        pastKv: Array.from({ length: 2 * layout.layers }, () => new Float32Array(0)),
-      });
-      return out.logits.slice((n - 1) * layout.vocab, n * layout.vocab);
-    }
+    const recompute = (tokens: readonly number[]) => recomputeLastLogits(cpu, tokens);
 
     /** Row b of `logits` is the recompute of `histories[b]`. */
     async function expectRows(
@@ -73,8 +61,7 @@ export function runRunnerContract(name: string, make: (model: ContractModel) => 
       for (const [b, history] of histories.entries()) {
         const want = await recompute(history);
         const got = logits.subarray(b * layout.vocab, (b + 1) * layout.vocab);
-        const diff = got.reduce((m, x, i) => Math.max(m, Math.abs(x - want[i])), 0);
-        expect(diff, `row ${b}`).toBeLessThan(TOLERANCE);
+        expect(maxAbsDiff(got, want), `row ${b}`).toBeLessThan(TOLERANCE);
       }
     }
 
