@@ -185,6 +185,8 @@ function trainerRuntime(): ModelInspection['runtime']['trainer'] {
   const require = createRequire(import.meta.url);
   const installed = [
     '@tensorflow/tfjs-node-gpu',
+    // TensorFlow.js on WebGPU through Dawn (the optional `webgpu` package): shards holding a GPU.
+    'webgpu',
     '@tensorflow/tfjs-node',
     '@tensorflow/tfjs-backend-wasm',
   ].filter((pkg) => {
@@ -196,10 +198,21 @@ function trainerRuntime(): ModelInspection['runtime']['trainer'] {
     }
   });
   const names: string[] = installed.map((p) =>
-    p.endsWith('-gpu') ? 'tensorflow (GPU)' : p.endsWith('tfjs-node') ? 'tensorflow (CPU)' : 'wasm',
+    p.endsWith('-gpu')
+      ? 'tensorflow (GPU)'
+      : p === 'webgpu'
+        ? 'webgpu (Dawn, on a shard that holds a GPU)'
+        : p.endsWith('tfjs-node')
+          ? 'tensorflow (CPU)'
+          : 'wasm',
   );
   names.push('cpu');
-  return { engine: 'tensorflow.js', backendsInstalled: names, uses: names[0] };
+  // This process holds no GPU: auto takes WebGPU only on a shard that does.
+  return {
+    engine: 'tensorflow.js',
+    backendsInstalled: names,
+    uses: names.find((n) => !n.startsWith('webgpu'))!,
+  };
 }
 
 export function inspectModelDir(dirArg: string): ModelInspection {

@@ -73,6 +73,10 @@ export function humanSummary(
     } else if (s.steps > 0) {
       row('training', `${s.samplesPerSecond.toFixed(2)} samples/s`);
     }
+    // A trainer on a GPU backend says so, with its device ('tfjs/webgpu on NVIDIA H200 …'); the
+    // CPU backends are the default and go unsaid (a GPU job that fell back is warned about in the log).
+    const trainer = s.runtime?.trainer ?? [];
+    if (trainer.some((r) => !/^tfjs\/(wasm|cpu)\b/.test(r))) row('trainer', tally(trainer));
     if (s.skippedSteps > 0) {
       row(
         'skipped steps',
@@ -102,6 +106,13 @@ export function humanSummary(
     }
   }
   return lines;
+}
+
+/** 'tfjs/webgpu on X ×2' for two shards alike. */
+function tally(items: string[]): string {
+  const counts = new Map<string, number>();
+  for (const item of items) counts.set(item, (counts.get(item) ?? 0) + 1);
+  return [...counts].map(([item, n]) => (n > 1 ? `${item} ×${n}` : item)).join(', ');
 }
 
 function signed(v: number): string {

@@ -218,6 +218,13 @@ describe('the GPU image', () => {
     expect(runs(final)).toMatch(/libcudnn8=\$\{CUDNN8_VERSION\}/);
   });
 
+  it("carries the trainers' WebGPU backend: tfjs-backend-webgpu and Dawn's linux-x64 binary", () => {
+    expect(pkg.dependencies['@tensorflow/tfjs-backend-webgpu']).toBeDefined();
+    // Optional: an install without it (or without Vulkan) trains on wasm and says why.
+    expect(pkg.optionalDependencies.webgpu).toBeDefined();
+    expect(runs(build)).toMatch(/test -f node_modules\/webgpu\/dist\/linux-x64\/dawn\.node/);
+  });
+
   it('can reach the GPU through Vulkan (the WebGPU provider) when the CUDA provider cannot start', () => {
     // What made NVIDIA's Vulkan driver start on a GPU machine that lacked them.
     for (const pkg of ['libvulkan1', 'libglvnd0', 'libglx0', 'libegl1', 'libgl1', 'libopengl0', 'libgles2'])

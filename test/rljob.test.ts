@@ -4,10 +4,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { releaseWebgpu, webgpuUnavailable } from '../actors/models/tfjs-backend.js';
 import { distEntry } from '../common/package-root.js';
 import { TestCluster } from './helpers/processes.js';
 
 const execFileAsync = promisify(execFile);
+
+// The trainer on TensorFlow.js's WebGPU backend (Dawn; lavapipe in CI), where an adapter answers.
+const noAdapter = await webgpuUnavailable();
+await releaseWebgpu();
+if (noAdapter) console.warn(`the webgpu trainer job is skipped: ${noAdapter}`);
 
 /** A toolcall job small enough for a test: a tiny random model, calculator only, short turns. */
 const TOOLCALL = (name: string, extra = '') => `apiVersion: clawray.dev/v1
@@ -103,7 +109,9 @@ describe('clawray job submit MANIFEST (the RL pipeline on a cluster of real proc
     expect(summary.samplesPerSecond).toBeGreaterThan(0);
     // No CUDA onnxruntime or native TensorFlow here: the summary says what really ran.
     expect(summary.runtime.rollout[0]).toBe('onnxruntime/cpu');
-    expect(summary.runtime.trainer[0]).toMatch(/^tfjs\/(wasm|cpu)$/);
+    expect(summary.runtime.trainer[0]).toMatch(
+      /^tfjs\/(wasm|cpu) on CPU \((WebAssembly, XNNPACK|JavaScript)\)$/,
+    );
     expect(run.stdout).toMatch(/runtime: rollout onnxruntime\/cpu/);
     // The trainer scores at the rollout's temperature: its logprobs are the engine's (float32).
     // Logs without a TTY are plain lines: every step, the evals and the checkpoint.
@@ -117,9 +125,28 @@ describe('clawray job submit MANIFEST (the RL pipeline on a cluster of real proc
     // The driver reported where it was to the head: `job status` shows it after the job, too.
     const status = JSON.parse(clawray(['job', 'status', 'rl-async', '--json']).stdout);
     expect(status.info).toMatchObject({ phase: 'done', step: '3/3' });
-    expect(status.info.runtime).toMatch(/^rollout onnxruntime\/cpu; trainer tfjs\/(wasm|cpu)$/);
+    expect(status.info.runtime).toMatch(/^rollout onnxruntime\/cpu; trainer tfjs\/(wasm|cpu) on CPU \(.+\)$/);
     expect(clawray(['job', 'status', 'rl-async']).stdout).toMatch(/\nruntime: +rollout onnxruntime\/cpu/);
   });
+
+  it.skipIf(noAdapter !== null)(
+    'trains with train.backend webgpu: the job succeeds and its summary names the backend',
+    () => {
+      const file = manifest(
+        'webgpu',
+        TOOLCALL('tc-webgpu', '  judge: { votes: 1 }\n').replace('steps: 3', 'steps: 2, backend: webgpu'),
+      );
+      const run = clawray(['job', 'submit', file, '--submission-id', 'rl-webgpu']);
+      expect(run.stderr).toContain("job 'rl-webgpu' SUCCEEDED");
+      expect(run.code).toBe(0);
+      // The log's runtime line, the human summary's trainer row, and `job status`.
+      expect(run.stdout).toMatch(/runtime: rollout onnxruntime\/cpu; trainer tfjs\/webgpu on .*Vulkan/);
+      expect(run.stderr).toMatch(/\n {2}trainer {11}tfjs\/webgpu on .*Vulkan/);
+      const status = JSON.parse(clawray(['job', 'status', 'rl-webgpu', '--json']).stdout);
+      expect(status.info).toMatchObject({ phase: 'done', step: '2/2' });
+      expect(status.info.runtime).toMatch(/trainer tfjs\/webgpu on /);
+    },
+  );
 
   it('trains at temperature 0.6 with TIS: the trainer scores as the engine sampled (logprobAbsDiff ≤ 1e-3)', () => {
     // Synchronous, so that every sample is scored by the weights that drew it: the figure is then

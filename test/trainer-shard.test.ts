@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCollectiveGroup } from '../actors/collective/index.js';
 import { initRandomModel } from '../actors/models/model-init.js';
+import { releaseWebgpu, webgpuUnavailable } from '../actors/models/tfjs-backend.js';
 import type { ActorHandle } from '../actors/runtime/actor-handle.js';
 import type { Cluster } from '../actors/runtime/cluster.js';
 import type { TrainSample } from '../actors/trainer/policy-trainer.js';
@@ -22,13 +23,18 @@ const samples: TrainSample[] = Array.from({ length: 8 }, (_, i) => {
 });
 const globalTokens = samples.reduce((n, s) => n + s.tokenIds.length - s.responseStart, 0);
 
+// TensorFlow.js on WebGPU (Dawn over Vulkan: lavapipe in CI) in the shards' own processes.
+const noAdapter = await webgpuUnavailable();
+await releaseWebgpu();
+if (noAdapter) console.warn(`WebGPU trainer shard cases skipped: ${noAdapter}`);
+
 describe('TrainerShard actors: data parallelism through the real runtime', () => {
   const tc = new TestCluster();
   const root = mkdtempSync(join(tmpdir(), 'clawray-shards-'));
   const modelDir = join(root, 'tiny');
   let cluster: Cluster;
 
-  const shard = () =>
+  const shard = (backend: 'cpu' | 'webgpu' = 'cpu', checkpointDir = join(root, 'ckpt')) =>
     cluster.createActor<TrainerShard>({
       module: 'clawray/trainer',
       className: 'TrainerShard',
@@ -37,8 +43,8 @@ describe('TrainerShard actors: data parallelism through the real runtime', () =>
           modelDir,
           method: 'rl',
           optimizer: { lr: 1e-3, weightDecay: 0.01 },
-          backend: 'cpu',
-          checkpointDir: join(root, 'ckpt'),
+          backend,
+          checkpointDir,
         },
       ],
     });
@@ -80,7 +86,7 @@ describe('TrainerShard actors: data parallelism through the real runtime', () =>
     await train([single], 2);
     const reference = await single.remote.readWeights();
     for (const n of [2, 4]) {
-      const group = await Promise.all(Array.from({ length: n }, shard));
+      const group = await Promise.all(Array.from({ length: n }, () => shard()));
       await createCollectiveGroup(cluster, group, `dp${n}`);
       await train(group, 2);
       const digests = await Promise.all(group.map((s) => s.remote.weightsDigest()));
@@ -101,6 +107,36 @@ describe('TrainerShard actors: data parallelism through the real runtime', () =>
     await train([b], 1);
     expect(maxDiff(continued, await b.remote.readWeights())).toBe(0);
   }, 120_000);
+
+  it.skipIf(noAdapter !== null)(
+    'two webgpu shards all-reduce per bucket over the ring: the cpu shard’s weights, identical ranks, a checkpoint any backend resumes',
+    async () => {
+      const ckpt = join(root, 'ckpt-webgpu');
+      const single = await shard('cpu', ckpt);
+      await train([single], 2);
+      const reference = await single.remote.readWeights();
+      const group = await Promise.all([0, 1].map(() => shard('webgpu', ckpt)));
+      const info = await group[0].remote.ready();
+      expect(info).toMatchObject({ backend: 'webgpu', update: 'device', skipped: [] });
+      expect(info.device).toMatch(/Vulkan/);
+      await createCollectiveGroup(cluster, group, 'dp-webgpu');
+      await train(group, 2);
+      const digests = await Promise.all(group.map((s) => s.remote.weightsDigest()));
+      expect(new Set(digests).size).toBe(1);
+      const got = await group[0].remote.readWeights();
+      const scale = Math.max(...Object.values(reference).map((w) => Math.max(...w.map(Math.abs))));
+      expect(maxDiff(reference, got) / scale).toBeLessThan(1e-4);
+      // Its checkpoint (weights and AdamW's moments read back from the device) resumes on cpu.
+      await group[0].remote.saveCheckpoint();
+      await train(group, 1);
+      const continued = await group[0].remote.readWeights();
+      await single.remote.resume(2);
+      await train([single], 1);
+      expect(maxDiff(continued, await single.remote.readWeights()) / scale).toBeLessThan(1e-4);
+      await Promise.all([single, ...group].map((s) => cluster.killActor(s)));
+    },
+    180_000,
+  );
 
   it('trains LoRA adapters data-parallel and publishes merged weights', async () => {
     const lora = { rank: 2, alpha: 4, dropout: 0, targetModules: ['q_proj', 'o_proj'] };

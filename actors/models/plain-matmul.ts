@@ -20,6 +20,8 @@ import * as tf from '@tensorflow/tfjs';
 type Arg = tf.Tensor | tf.GradSaveFunc;
 
 const onWasm = () => tf.getBackend() === 'wasm';
+/** A backend whose tensors live on a device: cut them there, never read them back to cut them. */
+const onDevice = () => tf.getBackend() === 'webgpu';
 
 /** The wasm backend's heap read: a copy of elements [start, end) of one tensor. */
 interface RangeReader {
@@ -138,16 +140,24 @@ export function headInputGrad(
   return tf.tidy(() => {
     const [rows, vocab] = dy.shape;
     const dyT = tf.transpose(dy) as tf.Tensor2D; // [vocab, rows]: a chunk's rows are one range
-    // On wasm a range straight from the heap; elsewhere one read of the whole.
-    const whole = onWasm() ? undefined : (dyT.dataSync() as Float32Array);
+    // On wasm a range straight from the heap; on a device a slice there; elsewhere one read of
+    // the whole.
+    const whole = onWasm() || onDevice() ? undefined : (dyT.dataSync() as Float32Array);
     const heap = tf.backend() as unknown as RangeReader;
-    const dyRows = (start: number, end: number) =>
-      whole ? whole.subarray(start * rows, end * rows) : heap.readSync(dyT.dataId, start * rows, end * rows);
+    const dyRows = (start: number, end: number): tf.Tensor2D =>
+      onDevice()
+        ? dyT.slice([start, 0], [end - start, rows])
+        : tf.tensor2d(
+            whole
+              ? whole.subarray(start * rows, end * rows)
+              : heap.readSync(dyT.dataId, start * rows, end * rows),
+            [end - start, rows],
+          );
     let sum: tf.Tensor2D | undefined;
     for (let start = 0; start < vocab; start += HEAD_CHUNK_ROWS) {
       const end = Math.min(vocab, start + HEAD_CHUNK_ROWS);
       const w = weightRows(start, end);
-      const g = tf.tensor2d(dyRows(start, end), [end - start, rows]);
+      const g = dyRows(start, end);
       const part = tf.matMul(tf.transpose(g), w) as tf.Tensor2D;
       const next = sum ? (tf.add(sum, part) as tf.Tensor2D) : part;
       sum?.dispose();
@@ -168,7 +178,11 @@ export function headInputGrad(
  * straight from the heap (each chunk packed alone). W's gradient (a trainable head) is
  * (dyᵀ · x), whose packed operand is x. Other backends take tf.matMul with transposeB.
  */
-export function headMatMul(x: tf.Tensor2D, weight: tf.Tensor2D): tf.Tensor2D {
+export function headMatMul(
+  x: tf.Tensor2D,
+  weight: tf.Tensor2D,
+  trainable = weight instanceof tf.Variable && weight.trainable,
+): tf.Tensor2D {
   if (!onWasm() || weight.dtype !== 'float32') return tf.matMul(x, weight, false, true);
   const hidden = weight.shape[1];
   const forward = (input: tf.Tensor2D) => tf.transpose(tf.matMul(weight, tf.transpose(input))) as tf.Tensor2D;
@@ -177,7 +191,7 @@ export function headMatMul(x: tf.Tensor2D, weight: tf.Tensor2D): tf.Tensor2D {
       const heap = tf.backend() as unknown as RangeReader;
       return tf.tensor2d(heap.readSync(weight.dataId, start * hidden, end * hidden), [end - start, hidden]);
     });
-  if (weight instanceof tf.Variable && weight.trainable) {
+  if (trainable) {
     return tf.customGrad((...args: Arg[]) => {
       // The weight is an input only so that customGrad returns its gradient; forward reads `weight`.
       const [input, , save] = args as [tf.Tensor2D, tf.Tensor2D, tf.GradSaveFunc];

@@ -20,6 +20,7 @@ import { type HostMatrix, hostEmbed, hostHeadMatMul, hostLinear } from './host-m
 import { type Dims, dims as dimsOf, type ModelConfig } from './model-config.js';
 import { batchMatMul, headMatMul, matMul2d, oneHotEmbed } from './plain-matmul.js';
 import { type RopeSpec, ropeFrequencies, writeRopeRow } from './rope.js';
+import { webgpuLimits } from './tfjs-backend.js';
 import { layerPrefix, type TensorSpec, type WeightMap, weightSpecs } from './weight-names.js';
 
 /** One layer's cache: each `[batch, kvHeads, len, headDim]` (optimum's `past_key_values.N.key|value`). */
@@ -66,7 +67,18 @@ export interface ForwardInput {
    * vocabulary. Default: every position.
    */
   logitRows?: number[];
+  /**
+   * Called during the backward pass of this forward's tape with each trainable variable's
+   * whole gradient (by Hugging Face or PEFT name) as soon as the backward pass has produced it:
+   * after the last layer that reads the variable, so the last layers' gradients come first.
+   * The tensor belongs to the tape: keep a clone to use it after the call. Data parallelism reads
+   * gradients back and all-reduces them while the rest of the backward pass runs (DDP's buckets).
+   */
+  onGradient?: GradientTap;
 }
+
+/** Receives a trainable variable's gradient during the backward pass (`ForwardInput.onGradient`). */
+export type GradientTap = (name: string, grad: tf.Tensor) => void;
 
 export type ForwardOutput = {
   /** [batch, seq, vocab], or [1, logitRows, vocab] */
@@ -108,6 +120,18 @@ type LayerContext = {
 
 /** Added to the attention scores of slots a query may not see. */
 export const MASKED_SCORE = -1e9;
+
+/**
+ * Refuses a synchronous read on the webgpu backend, where it cannot work in Node (the backend
+ * reads synchronously through an OffscreenCanvas), naming the asynchronous method to use.
+ */
+function syncReadable(method: string): void {
+  if (tf.getBackend() === 'webgpu') {
+    throw new Error(
+      `TfjsDecoder.${method} reads synchronously, which the webgpu backend cannot do in Node: use ${method}Async`,
+    );
+  }
+}
 
 /** Disposes every tensor of a cache. */
 export function disposeKvCache(cache: KvCache | undefined): void {
@@ -198,7 +222,7 @@ function rmsNorm(x: tf.Tensor, weight: tf.Tensor, eps: number): tf.Tensor {
  * gradient is written by hand: dx = dy · W needs no transpose at all, and dW = dyᵀ · x is
  * computed only for a trainable W (a frozen LoRA base costs no weight gradient).
  */
-function linear(x: tf.Tensor2D, weight: tf.Tensor): tf.Tensor2D {
+function linear(x: tf.Tensor2D, weight: tf.Tensor, trainable: boolean): tf.Tensor2D {
   const w = weight as tf.Tensor2D;
   const forward = (input: tf.Tensor2D): tf.Tensor2D => {
     const wt = tf.transpose(w) as tf.Tensor2D;
@@ -207,7 +231,7 @@ function linear(x: tf.Tensor2D, weight: tf.Tensor): tf.Tensor2D {
     return y;
   };
   type Arg = tf.Tensor | tf.GradSaveFunc;
-  return w instanceof tf.Variable && w.trainable
+  return trainable
     ? tf.customGrad((...args: Arg[]) => {
         const [input, wIn, save] = args as [tf.Tensor2D, tf.Tensor2D, tf.GradSaveFunc];
         save([input]);
@@ -223,6 +247,22 @@ function linear(x: tf.Tensor2D, weight: tf.Tensor): tf.Tensor2D {
         value: forward(args[0] as tf.Tensor2D),
         gradFunc: (dy: tf.Tensor2D) => tf.matMul(dy, w),
       }))(x);
+}
+
+/**
+ * x itself (a new handle on the same data), whose gradient passes through unchanged after `tap`
+ * has seen it: the whole gradient of x, every use summed, once the backward pass has gone back
+ * past the point where this was recorded.
+ */
+function tapped(x: tf.Tensor, name: string, tap: GradientTap): tf.Tensor {
+  type Arg = tf.Tensor | tf.GradSaveFunc;
+  return tf.customGrad((...args: Arg[]) => ({
+    value: tf.clone(args[0] as tf.Tensor),
+    gradFunc: (dy: tf.Tensor) => {
+      tap(name, dy);
+      return dy;
+    },
+  }))(x);
 }
 
 /** rotate_half RoPE on x [batch, seq, heads, headDim] with cos/sin [batch, seq, 1, headDim / 2]. */
@@ -266,13 +306,22 @@ export class TfjsDecoder {
   private readonly host = new Map<string, HostMatrix>();
   /** Adapter variables by PEFT name, and per target weight. */
   private readonly loraVars = new Map<string, tf.Variable>();
-  private readonly adapters = new Map<string, { A: tf.Variable; B: tf.Variable }>();
+  private readonly adapters = new Map<
+    string,
+    { A: tf.Variable; B: tf.Variable; names: { A: string; B: string } }
+  >();
   private readonly loraScale: number;
   private readonly loraDropout: number;
   /** Set for the duration of a `forward` call (forward is synchronous). */
   private training = false;
   private dropoutSeed: number | undefined;
   private dropoutCalls = 0;
+  /**
+   * During a forward pass with `onGradient`: the hook and each trainable variable's tapped
+   * handle, made at its first use in the pass (so that the backward pass reaches it after every
+   * use). Cleared while a checkpointed layer is computed again for its gradient.
+   */
+  private tap: { fn: GradientTap; handles: Map<string, tf.Tensor> } | undefined;
   private readonly specs: TensorSpec[];
   private disposed = false;
 
@@ -289,8 +338,19 @@ export class TfjsDecoder {
     if (options.frozenBaseOnHost && (options.lora === undefined || trainable)) {
       throw new RangeError('frozenBaseOnHost needs a frozen base: LoRA adapters and trainable false');
     }
+    // On WebGPU a tensor is one buffer bound whole: refuse what the adapter cannot bind, by name.
+    const binding = tf.getBackend() === 'webgpu' ? webgpuLimits()?.maxStorageBufferBindingSize : undefined;
     for (const spec of this.specs) {
       const data = weights.get(spec.name)!;
+      if (
+        binding !== undefined &&
+        data.length * 4 > binding &&
+        !(options.frozenBaseOnHost && spec.shape.length === 2)
+      ) {
+        throw new RangeError(
+          `${spec.name} [${spec.shape.join(', ')}] is ${Math.ceil((data.length * 4) / 2 ** 20)} MiB, more than one WebGPU buffer binding of this adapter holds (${Math.floor(binding / 2 ** 20)} MiB): train it on another backend (train.backend), or on an adapter with a larger maxStorageBufferBindingSize`,
+        );
+      }
       if (options.frozenBaseOnHost && spec.shape.length === 2) {
         this.host.set(spec.name, { data, rows: spec.shape[0], cols: spec.shape[1] });
         continue;
@@ -310,7 +370,7 @@ export class TfjsDecoder {
       // In a tidy, as the base's: the initial tensor would otherwise outlive the variable.
       const A = tf.tidy(() => tf.variable(tf.tensor(lora.A, [lora.rank, inFeatures], 'float32'), true));
       const B = tf.tidy(() => tf.variable(tf.tensor(lora.B, [out, lora.rank], 'float32'), true));
-      this.adapters.set(target, { A, B });
+      this.adapters.set(target, { A, B, names });
       this.loraVars.set(names.A, A);
       this.loraVars.set(names.B, B);
     }
@@ -334,12 +394,41 @@ export class TfjsDecoder {
     return this.host.size > 0;
   }
 
-  /** Copies of the trainable variables' values, by name. */
+  /**
+   * Copies of the trainable variables' values, by name. Reads synchronously: not on the webgpu
+   * backend (Node has no synchronous WebGPU read), where `readTrainableAsync` does it.
+   */
   readTrainable(): Map<string, Float32Array> {
+    syncReadable('readTrainable');
     const out = new Map<string, Float32Array>();
     for (const [name, v] of this.trainableVariables)
       out.set(name, Float32Array.from(v.dataSync() as Float32Array));
     return out;
+  }
+
+  /** `readTrainable` on every backend: the reads are queued at once and awaited together. */
+  async readTrainableAsync(): Promise<Map<string, Float32Array>> {
+    const entries = [...this.trainableVariables];
+    const values = await Promise.all(entries.map(([, v]) => v.data() as Promise<Float32Array>));
+    return new Map(entries.map(([name], i) => [name, Float32Array.from(values[i])]));
+  }
+
+  /**
+   * On-device copies of the trainable variables (the caller disposes them): a frozen reference
+   * policy that never leaves the backend. `assignTrainableTensors` puts such copies back.
+   */
+  snapshotTrainable(): Map<string, tf.Tensor> {
+    return new Map([...this.trainableVariables].map(([name, v]) => [name, tf.keep(v.clone())]));
+  }
+
+  /** Sets trainable variables from tensors of their shapes (copied in; the caller keeps them). */
+  assignTrainableTensors(values: ReadonlyMap<string, tf.Tensor>): void {
+    for (const [name, value] of values) {
+      const v = this.trainableVariables.get(name);
+      if (!v || v.size !== value.size)
+        throw new RangeError(`no trainable tensor ${name} of ${value.size} values`);
+      tf.tidy(() => v.assign(value.reshape(v.shape)));
+    }
   }
 
   /** Sets trainable variables by name (sizes must match). */
@@ -354,15 +443,35 @@ export class TfjsDecoder {
     }
   }
 
-  /** The weights with every adapter merged in (W + scale · B A): what rollout engines serve. */
+  /**
+   * The weights with every adapter merged in (W + scale · B A): what rollout engines serve.
+   * Synchronous: not on webgpu (`readMergedWeightsAsync`).
+   */
   readMergedWeights(): WeightMap {
+    syncReadable('readMergedWeights');
     const out = this.readWeights();
-    for (const [target, { A, B }] of this.adapters) {
-      const merged = tf.tidy(() => tf.add(this.matrix(target), tf.mul(tf.matMul(B, A), this.loraScale)));
+    for (const [target, merged] of this.mergedAdapters()) {
       out.set(target, Float32Array.from(merged.dataSync() as Float32Array));
       merged.dispose();
     }
     return out;
+  }
+
+  /** `readMergedWeights` on every backend. */
+  async readMergedWeightsAsync(): Promise<WeightMap> {
+    const out = await this.readWeightsAsync();
+    for (const [target, merged] of this.mergedAdapters()) {
+      out.set(target, Float32Array.from((await merged.data()) as Float32Array));
+      merged.dispose();
+    }
+    return out;
+  }
+
+  /** Each adapted weight merged (W + scale · B A), one at a time as the caller takes them. */
+  private *mergedAdapters(): Generator<[string, tf.Tensor]> {
+    for (const [target, { A, B }] of this.adapters) {
+      yield [target, tf.tidy(() => tf.add(this.matrix(target), tf.mul(tf.matMul(B, A), this.loraScale)))];
+    }
   }
 
   /** The backend's variables by Hugging Face tensor name, in `weightSpecs` order (not the base kept on the host). */
@@ -396,8 +505,10 @@ export class TfjsDecoder {
   /**
    * The current values, by Hugging Face name, in `weightSpecs` order: copies of the backend's
    * variables; the base kept on the host as it is held (never written: assignWeights replaces it).
+   * Synchronous: not on webgpu (`readWeightsAsync`).
    */
   readWeights(): WeightMap {
+    syncReadable('readWeights');
     const out: WeightMap = new Map();
     for (const spec of this.specs) {
       const host = this.host.get(spec.name);
@@ -409,8 +520,32 @@ export class TfjsDecoder {
     return out;
   }
 
+  /** `readWeights` on every backend: one read at a time (a whole model need not be copied twice). */
+  async readWeightsAsync(): Promise<WeightMap> {
+    const out: WeightMap = new Map();
+    for (const spec of this.specs) {
+      const host = this.host.get(spec.name);
+      out.set(
+        spec.name,
+        host ? host.data : Float32Array.from((await this.vars.get(spec.name)!.data()) as Float32Array),
+      );
+    }
+    return out;
+  }
+
   forward(input: ForwardInput): ForwardOutput {
     if (this.disposed) throw new Error('TfjsDecoder was disposed');
+    this.tap = input.onGradient ? { fn: input.onGradient, handles: new Map() } : undefined;
+    try {
+      return this.run(input);
+    } finally {
+      // The tapped handles' hooks live on in the tape; a later pass (or a checkpointed layer
+      // computed again for its gradient) reads the variables themselves.
+      this.tap = undefined;
+    }
+  }
+
+  private run(input: ForwardInput): ForwardOutput {
     const d = this.dims;
     const { inputIds, past } = input;
     this.training = input.training ?? false;
@@ -468,7 +603,9 @@ export class TfjsDecoder {
       const mask = tf.tensor4d(maskData, [batch, 1, seq, total]);
       const cos = tf.tensor4d(rope.cos, [batch, seq, 1, d.headDim / 2]);
       const sin = tf.tensor4d(rope.sin, [batch, seq, 1, d.headDim / 2]);
-      const embed = this.vars.get('model.embed_tokens.weight');
+      const embed = this.host.has('model.embed_tokens.weight')
+        ? undefined
+        : this.w('model.embed_tokens.weight');
       const hostEmbedding = this.host.get('model.embed_tokens.weight');
       const ids = () => tf.tensor1d(inputIds.flat(), 'int32');
       let h: tf.Tensor2D = hostEmbedding
@@ -492,7 +629,9 @@ export class TfjsDecoder {
       const headName = d.tied ? 'model.embed_tokens.weight' : 'lm_head.weight';
       const hostHead = this.host.get(headName);
       const project = (x: tf.Tensor2D) =>
-        hostHead ? hostHeadMatMul(x, hostHead) : headMatMul(x, this.w(headName) as tf.Tensor2D);
+        hostHead
+          ? hostHeadMatMul(x, hostHead)
+          : headMatMul(x, this.w(headName) as tf.Tensor2D, this.vars.get(headName)!.trainable);
       const rows = input.logitRows;
       const logits = rows
         ? (project(selectRows(normed, rows)).reshape([1, rows.length, d.vocab]) as tf.Tensor3D)
@@ -512,15 +651,34 @@ export class TfjsDecoder {
       throw new RangeError(`fromIndex must be in [1, ${n}], got ${fromIndex}`);
     }
     if (fromIndex === n) return [];
-    const out = tf.tidy(() => {
+    syncReadable('logprobsOf');
+    const out = this.scored(tokenIds, fromIndex);
+    const values = Array.from(out.dataSync());
+    out.dispose();
+    return values;
+  }
+
+  /** `logprobsOf` on every backend. */
+  async logprobsOfAsync(tokenIds: number[], fromIndex: number): Promise<number[]> {
+    const n = tokenIds.length;
+    if (!Number.isInteger(fromIndex) || fromIndex < 1 || fromIndex > n) {
+      throw new RangeError(`fromIndex must be in [1, ${n}], got ${fromIndex}`);
+    }
+    if (fromIndex === n) return [];
+    const out = this.scored(tokenIds, fromIndex);
+    const values = Array.from(await out.data());
+    out.dispose();
+    return values;
+  }
+
+  private scored(tokenIds: number[], fromIndex: number): tf.Tensor {
+    const n = tokenIds.length;
+    return tf.tidy(() => {
       // The last token's logits predict nothing here; causality makes the rest identical.
       const { logits } = this.forward({ inputIds: [tokenIds.slice(0, n - 1)] });
       const wanted = logits.slice([0, fromIndex - 1, 0], [1, n - fromIndex, this.dims.vocab]);
       return tokenLogprobs(wanted, [tokenIds.slice(fromIndex)]);
     });
-    const values = Array.from(out.dataSync());
-    out.dispose();
-    return values;
   }
 
   dispose(): void {
@@ -533,8 +691,21 @@ export class TfjsDecoder {
     this.adapters.clear();
   }
 
-  private w(name: string): tf.Variable {
-    return this.vars.get(name)!;
+  /** A backend weight as this pass reads it: the variable, or its tapped handle (`onGradient`). */
+  private w(name: string): tf.Tensor {
+    return this.param(name, this.vars.get(name)!);
+  }
+
+  /** A variable, or under `onGradient` a trainable one's tapped handle (made at its first use). */
+  private param(name: string, v: tf.Variable): tf.Tensor {
+    const tap = this.tap;
+    if (!tap || !v.trainable) return v;
+    let handle = tap.handles.get(name);
+    if (!handle) {
+      handle = tapped(v, name, tap.fn);
+      tap.handles.set(name, handle);
+    }
+    return handle;
   }
 
   /** A 2-D weight as a tensor: the variable, or an upload of the host copy (inside a tidy). */
@@ -546,7 +717,9 @@ export class TfjsDecoder {
   /** A Linear layer by its weight's name, plus its LoRA adapter if it has one. */
   private lin(x: tf.Tensor2D, weightName: string, bias?: tf.Tensor): tf.Tensor2D {
     const host = this.host.get(weightName);
-    const product = host ? hostLinear(x, host) : linear(x, this.w(weightName));
+    const product = host
+      ? hostLinear(x, host)
+      : linear(x, this.w(weightName), this.vars.get(weightName)!.trainable);
     const y = bias === undefined ? product : (tf.add(product, bias) as tf.Tensor2D);
     const adapter = this.adapters.get(weightName);
     if (!adapter) return y;
@@ -554,9 +727,11 @@ export class TfjsDecoder {
     const seed = this.dropoutSeed === undefined ? undefined : this.dropoutSeed * 1009 + this.dropoutCalls++;
     const input =
       this.training && this.loraDropout > 0 ? tf.dropout(x, this.loraDropout, undefined, seed) : x;
+    const A = this.param(adapter.names.A, adapter.A);
+    const B = this.param(adapter.names.B, adapter.B);
     const delta = matMul2d(
-      matMul2d(input as tf.Tensor2D, tf.transpose(adapter.A) as tf.Tensor2D),
-      tf.transpose(adapter.B) as tf.Tensor2D,
+      matMul2d(input as tf.Tensor2D, tf.transpose(A) as tf.Tensor2D),
+      tf.transpose(B) as tf.Tensor2D,
     );
     return tf.add(y, tf.mul(delta, this.loraScale)) as tf.Tensor2D;
   }
@@ -600,7 +775,10 @@ export class TfjsDecoder {
    */
   private checkpointedLayer(l: number, h: tf.Tensor2D, ctx: LayerContext): tf.Tensor2D {
     const prefix = `${layerPrefix(l)}.`;
-    const vars = [...this.trainableVariables].filter(([name]) => name.startsWith(prefix)).map(([, v]) => v);
+    const entries = [...this.trainableVariables].filter(([name]) => name.startsWith(prefix));
+    const vars = entries.map(([, v]) => v);
+    // Under onGradient the outer tape reaches the variables through their tapped handles.
+    const inputs = entries.map(([name, v]) => this.param(name, v));
     // The pass's dropout settings, for the recomputation whenever the backward pass runs.
     const { training, dropoutSeed } = this;
     type Arg = tf.Tensor | tf.GradSaveFunc;
@@ -635,7 +813,7 @@ export class TfjsDecoder {
           }
         },
       };
-    })(h, ...vars) as tf.Tensor2D;
+    })(h, ...inputs) as tf.Tensor2D;
   }
 
   /** Self-attention of layer l on x [batch*seq, hidden]; returns the o_proj output and the layer's present. */

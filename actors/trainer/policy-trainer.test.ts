@@ -170,6 +170,31 @@ describe('PolicyTrainer', () => {
     for (const t of shards) t.decoder.dispose();
   });
 
+  it('a step that fails in its second pass leaves nothing behind: the next step is a fresh one', async () => {
+    let calls = 0;
+    const fresh = new PolicyTrainer(new TfjsDecoder(model.config, model.weights), {
+      ...options,
+      microBatchSize: 2,
+    });
+    const failing = new PolicyTrainer(new TfjsDecoder(model.config, model.weights), {
+      ...options,
+      microBatchSize: 2,
+      customLoss: ({ logprobs, mask, tf }) => {
+        if (++calls === 2) throw new RangeError('broken on purpose');
+        return tf.sum(tf.mul(tf.neg(logprobs), mask)) as never;
+      },
+    });
+    await expect(failing.step(samples)).rejects.toThrow('broken on purpose');
+    const plain = { ...options, microBatchSize: 2 };
+    const a = await fresh.step(samples);
+    const b = await new PolicyTrainer(failing.decoder, plain).step(samples);
+    expect(b.loss).toBeCloseTo(a.loss, 6);
+    const again = await failing.step(samples);
+    expect(again.passes).toBe(2);
+    fresh.decoder.dispose();
+    failing.decoder.dispose();
+  });
+
   it('accumulates micro-batches into the same step as the whole batch at once', async () => {
     const whole = new PolicyTrainer(new TfjsDecoder(model.config, model.weights), options);
     const micro = new PolicyTrainer(new TfjsDecoder(model.config, model.weights), {

@@ -21,9 +21,10 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { ClawrayError, ConfigError, registerErrorClass } from '../../common/errors.js';
-import type { TfjsDecoder } from '../models/tfjs-decoder.js';
+import { webgpuLimits } from '../models/tfjs-backend.js';
+import type { GradientTap, TfjsDecoder } from '../models/tfjs-decoder.js';
 import { tokenLogprobs } from '../models/tfjs-decoder.js';
-import { clipGradNorm, globalNorm } from './grad-clip.js';
+import { DeviceUpdate } from './device-update.js';
 import {
   klPerToken,
   ppoClipLoss,
@@ -32,8 +33,11 @@ import {
   truncatedImportanceWeights,
 } from './losses.js';
 import { type LrScheduleOptions, lrAt } from './lr-schedule.js';
-import { AdamW, type AdamWOptions, canonicalOrder, flattenGrads, unflatten } from './optimizer.js';
+import type { AdamW, AdamWOptions, AdamWState } from './optimizer.js';
 import { passBytes, planPasses } from './pass-memory.js';
+import { type GradientReducer, HostUpdate, type WeightUpdate } from './weight-update.js';
+
+export type { GradientReducer } from './weight-update.js';
 
 export interface TrainSample {
   /** Prompt followed by the response, exactly as the rollout engine produced them. */
@@ -119,6 +123,15 @@ export interface PolicyTrainerOptions {
   tis?: TisOptions;
   /** Top-K distillation's KL: 'reverse' (student‖teacher, the default) or 'forward'. */
   distillDirection?: 'reverse' | 'forward';
+  /**
+   * Where gradients are summed, clipped and applied (weight-update.ts): 'host' (flat arrays and
+   * a JavaScript AdamW: every rank bit-identical on any machine) or 'device' (tensors and AdamW's
+   * moments on the backend; with ranks, gradients read back per bucket and all-reduced while the
+   * backward pass goes on). Default: 'device' on webgpu, else 'host'.
+   */
+  update?: 'host' | 'device';
+  /** With `update: 'device'` and ranks: gradient bytes per all-reduce bucket. Default 25 MiB (DDP's). */
+  bucketBytes?: number;
 }
 
 export interface StepOptions {
@@ -191,9 +204,6 @@ export interface StepMetrics {
   distillTokens?: number;
 }
 
-/** Sums a flat gradient buffer across data-parallel ranks, in place. */
-export type GradientReducer = (flat: Float32Array) => Promise<void>;
-
 /**
  * One pass's samples on the trainer's grids. Laid out [batch, width] (position t predicts token
  * t + 1) as the decoder reads `inputIds`; the per-token grids (targets … distill) are then
@@ -250,17 +260,16 @@ export class TrainerMemoryError extends ClawrayError {}
 registerErrorClass(TrainerMemoryError);
 
 export class PolicyTrainer {
-  private readonly optimizer: AdamW;
+  private readonly update: WeightUpdate;
   private readonly trainableParameters: number;
-  private readonly names: string[];
-  private readonly shapes: Map<string, number[]>;
   /** tfjs names its variables itself; gradients come back under those names. */
   private readonly hfNameOf: Map<string, string>;
   /**
    * With a KL penalty: the reference policy's trainable values, the model as the trainer loaded
-   * it (its directory's weights; under LoRA the adapters as initialised, B = 0: the base model).
+   * it (its directory's weights; under LoRA the adapters as initialised, B = 0: the base model):
+   * in host memory for a host update, on the device for a device one.
    */
-  private readonly reference?: Map<string, Float32Array>;
+  private readonly reference?: Map<string, Float32Array> | Map<string, tf.Tensor>;
 
   constructor(
     readonly decoder: TfjsDecoder,
@@ -271,22 +280,54 @@ export class PolicyTrainer {
         fields: { field: 'tis.cap' },
       });
     }
-    this.optimizer = new AdamW(options.optimizer);
+    const onDevice = (options.update ?? (tf.getBackend() === 'webgpu' ? 'device' : 'host')) === 'device';
+    this.update = onDevice
+      ? new DeviceUpdate(decoder, options.optimizer, options.bucketBytes)
+      : new HostUpdate(decoder, options.optimizer);
     // With LoRA only the adapters train; otherwise every weight.
     const trainable = decoder.trainableVariables;
-    this.names = canonicalOrder(trainable.keys());
     this.trainableParameters = [...trainable.values()].reduce((n, v) => n + v.size, 0);
-    this.shapes = new Map([...trainable].map(([name, v]) => [name, v.shape]));
     this.hfNameOf = new Map([...trainable].map(([name, v]) => [v.name, name]));
-    if ((options.klCoef ?? 0) > 0) this.reference = decoder.readTrainable();
+    if ((options.klCoef ?? 0) > 0) {
+      this.reference = onDevice ? decoder.snapshotTrainable() : decoder.readTrainable();
+    }
   }
 
   get stepsTaken(): number {
-    return this.optimizer.stepsTaken;
+    return this.update.stepsTaken;
   }
 
+  /** Where this trainer sums and applies its gradients (`update`). */
+  get updatesOn(): 'host' | 'device' {
+    return this.update instanceof DeviceUpdate ? 'device' : 'host';
+  }
+
+  /** The host AdamW of a host update (its moments as arrays); a device update has none. */
   get adam(): AdamW {
-    return this.optimizer;
+    if (!(this.update instanceof HostUpdate)) {
+      throw new Error('this trainer updates on the device: use optimizerState() / resetOptimizer()');
+    }
+    return this.update.optimizer;
+  }
+
+  /** AdamW's moments and step count (a checkpoint's optimizer state), wherever they are held. */
+  optimizerState(): Promise<AdamWState> {
+    return this.update.state();
+  }
+
+  loadOptimizerState(state: AdamWState): void {
+    this.update.loadState(state);
+  }
+
+  /** Starts AdamW's moments afresh; the step count goes on. */
+  resetOptimizer(): void {
+    this.update.resetMoments();
+  }
+
+  /** Frees what the trainer holds on the backend (AdamW's moments, a device reference policy). */
+  dispose(): void {
+    this.update.dispose();
+    if (this.reference) for (const t of this.reference.values()) if (t instanceof tf.Tensor) t.dispose();
   }
 
   /** Response tokens of a batch (what a driver sums over shards for `globalTokens`). */
@@ -299,9 +340,6 @@ export class PolicyTrainer {
     if (samples.length === 0) throw new ConfigError('trainStep needs at least one sample');
     const globalTokens = options.globalTokens ?? PolicyTrainer.countTokens(samples);
     if (globalTokens <= 0) throw new ConfigError('the batch has no response tokens to train on');
-    // Every micro-batch's loss is already divided by the global token count, so summing
-    // their gradients gives exactly the gradient of the whole batch.
-    let flat: Float32Array | undefined;
     const totals = {
       loss: 0,
       pg: 0,
@@ -328,13 +366,16 @@ export class PolicyTrainer {
       },
     }));
     if (method === 'rl' && this.reference && batches.some(({ batch }) => batch.refMissing.length > 0)) {
-      this.scoreReference(batches.map(({ batch }) => batch));
+      await this.scoreReference(batches.map(({ batch }) => batch));
     }
+    this.update.reset();
     for (const { pass, batch } of batches) {
-      const seed = ((this.options.seed ?? 0) * 100_003 + this.optimizer.stepsTaken) * 1_000 + pass;
-      const part = await this.backward(batch, globalTokens, seed, method);
-      if (flat) for (let i = 0; i < flat.length; i++) flat[i] += part.flat[i];
-      else flat = part.flat;
+      const seed = ((this.options.seed ?? 0) * 100_003 + this.update.stepsTaken) * 1_000 + pass;
+      // Every micro-batch's loss is already divided by the global token count, so summing
+      // their gradients gives exactly the gradient of the whole batch.
+      const tap = this.update.tap(pass === batches.length - 1, options.reduce !== undefined);
+      const part = await this.backward(batch, globalTokens, seed, method, tap);
+      await this.update.add(part.grads);
       totals.loss += part.loss;
       totals.pg += part.pgSum;
       totals.kl += part.klSum;
@@ -348,32 +389,21 @@ export class PolicyTrainer {
       totals.distillTokens += part.distillTokens;
       totals.distilled ||= part.distilled;
     }
-    // A rank whose loss is not finite poisons its gradient, so that the sum every rank gets
-    // from the all-reduce is not finite either and all of them skip the step together.
-    if (!Number.isFinite(totals.loss)) flat![0] = Number.NaN;
-    await options.reduce?.(flat!);
-    const summed = unflatten(flat!, this.names, this.shapes);
-    const gradNorm = globalNorm(summed);
     const lr =
       options.lr ??
-      lrAt(this.optimizer.stepsTaken, {
+      lrAt(this.update.stepsTaken, {
         baseLr: this.options.optimizer.lr,
         ...this.options.schedule,
       });
-    // As torch's GradScaler and DeepSpeed do with an overflow: a step whose gradients are not
-    // finite is not taken. The weights and AdamW's moments stay as they were (one NaN in a
-    // moment would poison every later step), and the caller counts it.
-    const skipped = !Number.isFinite(gradNorm);
-    if (!skipped) {
-      const maxNorm = this.options.maxGradNorm ?? 1;
-      if (maxNorm !== 0) clipGradNorm(summed, maxNorm, gradNorm);
-      const params = this.decoder.readTrainable();
-      this.optimizer.step(params, summed, lr);
-      this.decoder.assignTrainable(params);
-    }
+    const { gradNorm, skipped } = await this.update.finish({
+      lossFinite: Number.isFinite(totals.loss),
+      reduce: options.reduce,
+      lr,
+      maxGradNorm: this.options.maxGradNorm ?? 1,
+    });
     return {
       skipped,
-      step: this.optimizer.stepsTaken,
+      step: this.update.stepsTaken,
       loss: totals.loss,
       pgLoss: totals.pg / globalTokens,
       kl: totals.kl / globalTokens,
@@ -404,14 +434,20 @@ export class PolicyTrainer {
    */
   private passes(samples: TrainSample[]): { passes: number[][]; checkpoint: boolean } {
     const k = Math.max(0, ...samples.map((s) => s.teacherTopK?.k ?? 0));
+    // On a device one tensor must fit one storage binding (WebGPU's maxStorageBufferBindingSize,
+    // 128 MiB on lavapipe): the pass's [logit rows, vocab] logits are its largest.
+    const binding = tf.getBackend() === 'webgpu' ? webgpuLimits()?.maxStorageBufferBindingSize : undefined;
+    const vocabBytes = this.decoder.dims.vocab * 4;
     const costWith = (checkpoint: boolean) => (n: number, width: number, logitRows: number) =>
-      passBytes(this.decoder.dims, this.trainableParameters, {
-        samples: n,
-        width,
-        logitRows,
-        distillTopK: k,
-        checkpoint,
-      });
+      binding !== undefined && logitRows * vocabBytes > binding
+        ? Number.POSITIVE_INFINITY
+        : passBytes(this.decoder.dims, this.trainableParameters, {
+            samples: n,
+            width,
+            logitRows,
+            distillTopK: k,
+            checkpoint,
+          });
     const lengths = samples.map((s) => s.tokenIds.length);
     // The LM head runs on the response tokens alone, but on every position under a custom loss.
     const logitRows = this.options.customLoss
@@ -426,6 +462,15 @@ export class PolicyTrainer {
     const checkpoint =
       mode === 'on' || (mode === 'auto' && alone(false) > budget && alone(true) < alone(false));
     const passes = planPasses(lengths, costWith(checkpoint), budget, this.options.microBatchSize, logitRows);
+    if (binding !== undefined) {
+      const rows = Math.max(...lengths.map((n, i) => logitRows?.[i] ?? n - 1));
+      if (rows * vocabBytes > binding) {
+        throw new TrainerMemoryError(
+          `a sample with ${rows} logit rows needs a ${mib(rows * vocabBytes)} MiB logits tensor, more than one WebGPU binding of this adapter holds (${mib(binding)} MiB): shorten the responses (rollout.maxTokens)`,
+          { fields: { rows, limitBytes: binding } },
+        );
+      }
+    }
     if (tf.getBackend() === 'wasm') {
       const need = alone(checkpoint);
       if (need > WASM_PASS_LIMIT_BYTES) {
@@ -451,10 +496,16 @@ export class PolicyTrainer {
   }
 
   /** The policy's logits of the batch's positions (its response tokens when compact). */
-  private logitsOf(batch: Batch, training: boolean, dropoutSeed?: number): tf.Tensor3D {
+  private logitsOf(
+    batch: Batch,
+    training: boolean,
+    dropoutSeed?: number,
+    onGradient?: GradientTap,
+  ): tf.Tensor3D {
     return this.decoder.forward({
       inputIds: batch.inputIds,
       training,
+      ...(onGradient ? { onGradient } : {}),
       // Without a gradient too: each checkpointed layer frees its intermediates as it returns.
       ...(batch.checkpoint ? { checkpoint: true } : {}),
       ...(dropoutSeed !== undefined ? { dropoutSeed } : {}),
@@ -463,11 +514,11 @@ export class PolicyTrainer {
   }
 
   /** TIS: the current (pre-update) policy's logprobs of the batch, without gradient or dropout. */
-  private proximalLogprobs(batch: Batch): number[][] {
+  private async proximalLogprobs(batch: Batch): Promise<number[][]> {
     const out = tf.tidy(() =>
       tokenLogprobs(this.tempered(this.logitsOf(batch, false), batch), batch.targets),
     );
-    const values = out.arraySync();
+    const values = await out.array();
     out.dispose();
     return values;
   }
@@ -475,16 +526,22 @@ export class PolicyTrainer {
   /**
    * KL penalty: the reference policy's logprobs of the rows that came without them, at each
    * sample's temperature (OpenRLHF's and slime's frozen reference model, here the loaded weights
-   * swapped in for the scoring: one copy of the trainable weights in host memory, two writes of
-   * them per step).
+   * swapped in for the scoring: one copy of the trainable weights, in host memory for a host
+   * update (two writes of them per step), on the device for a device one).
    */
-  private scoreReference(batches: Batch[]): void {
-    const current = this.decoder.readTrainable();
-    this.decoder.assignTrainable(this.reference!);
+  private async scoreReference(batches: Batch[]): Promise<void> {
+    const reference = this.reference!;
+    const onDevice = this.updatesOn === 'device';
+    const current = onDevice ? this.decoder.snapshotTrainable() : this.decoder.readTrainable();
+    const put = (values: typeof reference) =>
+      onDevice
+        ? this.decoder.assignTrainableTensors(values as Map<string, tf.Tensor>)
+        : this.decoder.assignTrainable(values as Map<string, Float32Array>);
+    put(reference);
     try {
       for (const batch of batches) {
         if (batch.refMissing.length === 0) continue;
-        const scored = this.proximalLogprobs(batch);
+        const scored = await this.proximalLogprobs(batch);
         if (batch.rowSample) {
           batch.rowSample.forEach((b, r) => {
             if (batch.refMissing.includes(b)) batch.refLogprobs[0][r] = scored[0][r];
@@ -494,46 +551,74 @@ export class PolicyTrainer {
         }
       }
     } finally {
-      this.decoder.assignTrainable(current);
+      put(current);
+      for (const t of current.values()) if (t instanceof tf.Tensor) t.dispose();
     }
   }
 
-  /** Forward and backward of one micro-batch: its flat gradient and loss parts. */
-  private async backward(batch: Batch, globalTokens: number, dropoutSeed: number, method: 'rl' | 'sft') {
+  /**
+   * Forward and backward of one micro-batch: its gradients by parameter name (tensors, for the
+   * weight update to take) and its loss parts. The parts are read back in one transfer queued
+   * right after the forward pass, ahead of the backward pass's work, so that on a device they
+   * arrive while the backward pass still runs; `tap` sees each gradient as it is made.
+   */
+  private async backward(
+    batch: Batch,
+    globalTokens: number,
+    dropoutSeed: number,
+    method: 'rl' | 'sft',
+    tap?: GradientTap,
+  ) {
     const vars = [...this.decoder.trainableVariables.values()];
-    let parts = {
-      pgSum: 0,
-      klSum: 0,
-      entropySum: 0,
-      clipFraction: 0,
-      diffSum: 0,
-      tisSum: 0,
-      truncatedSum: 0,
-      distillSum: 0,
-    };
     // The weights change only after every micro-batch: scoring here is scoring before the step.
-    if (this.tisOn(method)) batch.proximal = this.proximalLogprobs(batch);
+    if (this.tisOn(method)) batch.proximal = await this.proximalLogprobs(batch);
+    let read: Promise<Float32Array> | undefined;
+    let stats: tf.Tensor | undefined;
     const { value, grads } = tf.variableGrads(() => {
-      const logits = this.tempered(this.logitsOf(batch, true, dropoutSeed), batch);
+      const logits = this.tempered(this.logitsOf(batch, true, dropoutSeed, tap), batch);
       const logprobs = tokenLogprobs(logits, batch.targets);
       const mask = tf.tensor2d(batch.mask);
-      const { total, ...numbers } = this.tokenLoss(logits, logprobs, mask, batch, method);
+      const { total, ...parts } = this.tokenLoss(logits, logprobs, mask, batch, method);
       const distill = method === 'rl' ? this.distillLoss(logits, batch) : undefined;
-      parts = { ...numbers, distillSum: distill?.sum ?? 0 };
-      return tf.div(distill ? tf.add(total, distill.total) : total, globalTokens) as tf.Scalar;
+      const loss = tf.div(distill ? tf.add(total, distill.total) : total, globalTokens) as tf.Scalar;
+      stats = tf.keep(
+        tf.stack([
+          loss,
+          parts.pgSum,
+          parts.klSum,
+          parts.entropySum,
+          parts.clipFraction,
+          parts.diffSum,
+          parts.tisSum,
+          parts.truncatedSum,
+          distill?.sum ?? tf.scalar(0),
+        ]),
+      );
+      read = stats.data() as Promise<Float32Array>;
+      return loss;
     }, vars);
-    const loss = (await value.data())[0];
     value.dispose();
-    const byName = new Map<string, Float32Array>();
-    for (const [tfName, g] of Object.entries(grads)) {
-      byName.set(this.hfNameOf.get(tfName)!, Float32Array.from(await g.data()));
-      g.dispose();
+    const byName = new Map<string, tf.Tensor>();
+    for (const [tfName, g] of Object.entries(grads)) byName.set(this.hfNameOf.get(tfName)!, g);
+    let numbers: Float32Array;
+    try {
+      numbers = await read!;
+    } finally {
+      stats!.dispose();
     }
+    const [loss, pgSum, klSum, entropySum, clipFraction, diffSum, tisSum, truncatedSum, distillSum] = numbers;
     return {
-      flat: flattenGrads(this.names, byName),
+      grads: byName,
       loss,
+      pgSum,
+      klSum,
+      entropySum,
+      clipFraction,
+      diffSum,
+      tisSum,
+      truncatedSum,
+      distillSum,
       tokens: batch.tokens,
-      ...parts,
       distilled: method === 'rl' && batch.distill !== undefined,
       distillTokens: method === 'rl' ? (batch.distill?.tokens ?? 0) : 0,
     };
@@ -541,9 +626,9 @@ export class PolicyTrainer {
 
   /**
    * Top-K distillation of the samples that carry a teacher's top-K: Σ distillWeight · KL over
-   * their response tokens (the total, a scalar tensor) and the unweighted Σ KL (the metric).
+   * their response tokens (the total) and the unweighted Σ KL (the metric), as scalar tensors.
    */
-  private distillLoss(logits: tf.Tensor3D, batch: Batch): { total: tf.Scalar; sum: number } | undefined {
+  private distillLoss(logits: tf.Tensor3D, batch: Batch): { total: tf.Scalar; sum: tf.Scalar } | undefined {
     const grid = batch.distill;
     if (!grid) return undefined;
     const kl = topKKlPerToken({
@@ -552,11 +637,11 @@ export class PolicyTrainer {
       teacherTopLogprobs: tf.tensor3d(grid.logprobs),
       direction: this.options.distillDirection,
     });
-    const sum = tf.sum(tf.mul(kl, tf.tensor2d(grid.mask))).dataSync()[0];
+    const sum = tf.sum(tf.mul(kl, tf.tensor2d(grid.mask))) as tf.Scalar;
     return { total: tf.sum(tf.mul(kl, tf.tensor2d(grid.weight))) as tf.Scalar, sum };
   }
 
-  /** The summed per-token loss of the batch (a scalar tensor) and its parts as numbers. */
+  /** The summed per-token loss of the batch and its parts, as scalar tensors. */
   private tokenLoss(
     logits: tf.Tensor3D,
     logprobs: tf.Tensor2D,
@@ -564,17 +649,17 @@ export class PolicyTrainer {
     batch: Batch,
     method: 'rl' | 'sft',
   ) {
-    const sum = (t: tf.Tensor) => tf.sum(tf.mul(t, mask));
-    const entropy = sum(tokenEntropy(logits));
-    const entropySum = entropy.dataSync()[0];
+    const sum = (t: tf.Tensor) => tf.sum(tf.mul(t, mask)) as tf.Scalar;
+    const entropySum = sum(tokenEntropy(logits));
     const entropyCoef = this.options.entropyCoef ?? 0;
-    const none = { klSum: 0, clipFraction: 0, diffSum: 0, tisSum: 0, truncatedSum: 0 };
+    const zero = tf.scalar(0);
+    const none = { klSum: zero, clipFraction: zero, diffSum: zero, tisSum: zero, truncatedSum: zero };
     if (method === 'sft') {
       const total = sum(tf.neg(logprobs));
-      return { ...none, total, pgSum: total.dataSync()[0], entropySum };
+      return { ...none, total, pgSum: total, entropySum };
     }
     const rollout = tf.tensor2d(batch.oldLogprobs);
-    const diffSum = tf.sum(tf.mul(tf.abs(tf.sub(logprobs, rollout)), mask)).dataSync()[0];
+    const diffSum = tf.sum(tf.mul(tf.abs(tf.sub(logprobs, rollout)), mask)) as tf.Scalar;
     // TIS: PPO against the proximal policy, each token weighted by its truncated importance weight.
     const tis = this.tisOn(method) ? this.tisWeights(batch, rollout, mask) : undefined;
     if (this.options.customLoss) {
@@ -591,7 +676,7 @@ export class PolicyTrainer {
       if (!(total instanceof tf.Tensor) || total.rank !== 0) {
         throw new ConfigError('the custom loss must return a scalar tensor (the summed token loss)');
       }
-      return { ...none, ...tis?.sums, total, pgSum: total.dataSync()[0], entropySum, diffSum };
+      return { ...none, ...tis?.sums, total, pgSum: total, entropySum, diffSum };
     }
     const [clipLow, clipHigh] = this.options.clip ?? [0.2, 0.28];
     const ppo = ppoClipLoss({
@@ -603,25 +688,24 @@ export class PolicyTrainer {
       clipHigh,
       ...(tis ? { importanceWeights: tis.weights } : {}),
     });
-    let total = sum(ppo.tokenLoss);
-    const pgSum = total.dataSync()[0];
-    let klSum = 0;
+    const pgSum = sum(ppo.tokenLoss);
+    let total: tf.Scalar = pgSum;
+    let klSum = zero;
     const klCoef = this.options.klCoef ?? 0;
     if (klCoef > 0) {
-      const kl = sum(klPerToken(logprobs, tf.tensor2d(batch.refLogprobs), 'k3'));
-      klSum = kl.dataSync()[0];
-      total = tf.add(total, tf.mul(kl, klCoef));
+      klSum = sum(klPerToken(logprobs, tf.tensor2d(batch.refLogprobs), 'k3'));
+      total = tf.add(total, tf.mul(klSum, klCoef));
     }
-    if (entropyCoef > 0) total = tf.sub(total, tf.mul(entropy, entropyCoef));
+    if (entropyCoef > 0) total = tf.sub(total, tf.mul(entropySum, entropyCoef));
     return {
       total,
       pgSum,
       klSum,
       entropySum,
-      clipFraction: ppo.clipFraction.dataSync()[0],
+      clipFraction: ppo.clipFraction,
       diffSum,
-      tisSum: tis?.sums.tisSum ?? 0,
-      truncatedSum: tis?.sums.truncatedSum ?? 0,
+      tisSum: tis?.sums.tisSum ?? zero,
+      truncatedSum: tis?.sums.truncatedSum ?? zero,
     };
   }
 
@@ -630,10 +714,8 @@ export class PolicyTrainer {
     const cap = this.options.tis!.cap;
     const proximal = tf.tensor2d(batch.proximal!);
     const weights = truncatedImportanceWeights({ proximalLogprobs: proximal, rolloutLogprobs: rollout, cap });
-    const tisSum = tf.sum(tf.mul(weights, mask)).dataSync()[0];
-    const truncatedSum = tf
-      .sum(tf.mul(tf.cast(tf.greaterEqual(weights, cap), 'float32'), mask))
-      .dataSync()[0];
+    const tisSum = tf.sum(tf.mul(weights, mask)) as tf.Scalar;
+    const truncatedSum = tf.sum(tf.mul(tf.cast(tf.greaterEqual(weights, cap), 'float32'), mask)) as tf.Scalar;
     return { proximal, weights, sums: { tisSum, truncatedSum } };
   }
 

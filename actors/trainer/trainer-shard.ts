@@ -1,8 +1,11 @@
 /**
  * `TrainerShard`: one data-parallel rank of the policy trainer, as an actor. It loads the
- * model directory into TensorFlow.js on the best backend it has, trains on its slice of each
+ * model directory into TensorFlow.js on the backend `train.backend` names or the best one it has
+ * (`auto`: on a shard that holds a GPU, tfjs-node-gpu, else WebGPU through Dawn; tfjs-backend.ts),
+ * says which and on what device in its log, `ready()` and metrics, trains on its slice of each
  * global batch, sums gradients with the other ranks over the collective ring (so every rank
- * applies the same update and ends with bit-identical weights), checkpoints, and exports
+ * applies the same update: on the host, bit-identical weights; on a GPU, gradients all-reduced
+ * bucket by bucket during the backward pass and applied there), checkpoints, and exports
  * per-step metrics.
  *
  *   const shards = await Promise.all([0, 1].map(() => cluster.createActor({ module: 'clawray/trainer',
@@ -12,12 +15,19 @@
 import { createHash } from 'node:crypto';
 import * as tf from '@tensorflow/tfjs';
 import { Counter, Gauge, Histogram, register } from 'prom-client';
+import { createLogger } from '../../common/logger.js';
 import { loadPluginFunction } from '../../common/plugin-module.js';
 import { CollectiveMember } from '../collective/member.js';
 import { loadModelDir, type ModelDir } from '../models/model-dir.js';
-import { selectBackend, type TfjsBackendName } from '../models/tfjs-backend.js';
+import {
+  type BackendChoice,
+  type BackendRequest,
+  chooseBackend,
+  webgpuAdapterNames,
+} from '../models/tfjs-backend.js';
 import { TfjsDecoder } from '../models/tfjs-decoder.js';
 import { type WeightMap, weightSpecs } from '../models/weight-names.js';
+import { actorContext, insideActor } from '../runtime/actor-context.js';
 import { CheckpointManager } from './checkpoint.js';
 import { assertFiniteWeights } from './finite-weights.js';
 import { initLoraAdapters, type LoraConfig, loraScale, loraTargets } from './lora.js';
@@ -32,8 +42,13 @@ import {
 
 export interface TrainerShardOptions extends PolicyTrainerOptions {
   modelDir: string;
-  /** 'auto' picks tensorflow (GPU, then CPU native) > wasm > cpu. Default 'auto'. */
-  backend?: 'auto' | TfjsBackendName;
+  /**
+   * `auto` (default): tfjs-node-gpu; else, on a shard that holds a GPU, WebGPU (Dawn, a hardware
+   * Vulkan adapter); else tfjs-node, wasm, cpu. A named backend that cannot run here is refused.
+   */
+  backend?: BackendRequest;
+  /** Whether this shard holds a GPU (default: the GPUs the runtime gave this actor). */
+  holdsGpu?: boolean;
   /** Where checkpoints go (rank 0 writes them); omit for none. */
   checkpointDir?: string;
   /** Checkpoints kept. Default 3. */
@@ -50,6 +65,12 @@ export interface TrainerShardOptions extends PolicyTrainerOptions {
 
 export interface ShardInfo {
   backend: string;
+  /** What the backend computes on: 'NVIDIA H200 (nvidia hopper, Vulkan)', 'CPU (WebAssembly, XNNPACK)'. */
+  device: string;
+  /** Backends `auto` passed over before this one, each with why ('webgpu: no Vulkan adapter …'). */
+  skipped: string[];
+  /** Where gradients are summed and applied: 'host' (JavaScript AdamW) or 'device'. */
+  update: 'host' | 'device';
   /** The model's parameters: the base's and the adapters' (PEFT's "all params"). */
   parameters: number;
   /** What training updates: every parameter, or only the LoRA adapters'. */
@@ -109,8 +130,8 @@ function shardMetrics() {
     }),
     backend: new Gauge({
       name: 'clawray_trainer_backend',
-      help: 'The TensorFlow.js backend in use (1 for the active one)',
-      labelNames: ['backend'],
+      help: 'The TensorFlow.js backend in use and the device it computes on (1 for the active one)',
+      labelNames: ['backend', 'device'],
       registers: [register],
     }),
   };
@@ -136,7 +157,7 @@ function publishable(weights: Map<string, Float32Array>): Record<string, Float32
 export class TrainerShard extends CollectiveMember {
   private readonly loading: Promise<{
     trainer: PolicyTrainer;
-    backend: string;
+    backend: BackendChoice;
     checkpoints?: CheckpointManager;
   }>;
   private readonly metrics = shardMetrics();
@@ -150,8 +171,28 @@ export class TrainerShard extends CollectiveMember {
   }
 
   private async load() {
-    const backend = await selectBackend(this.options.backend === 'auto' ? undefined : this.options.backend);
-    this.metrics?.backend.set({ backend }, 1);
+    const holdsGpu = this.options.holdsGpu ?? (insideActor() && actorContext().gpuIds.length > 0);
+    const backend = await chooseBackend(this.options.backend ?? 'auto', { holdsGpu });
+    const log = createLogger({ component: 'trainer' });
+    log.info(
+      {
+        backend: backend.backend,
+        device: backend.device,
+        ...(backend.skipped.length ? { skipped: backend.skipped } : {}),
+      },
+      `trainer shard on tfjs/${backend.backend}: ${backend.device}${backend.skipped.length ? ` (passed over: ${backend.skipped.join('; ')})` : ''}`,
+    );
+    this.metrics?.backend.set({ backend: backend.backend, device: backend.device }, 1);
+    if (backend.backend === 'webgpu' && holdsGpu) {
+      const adapters = (await webgpuAdapterNames()).filter((n) => !/llvmpipe|lavapipe|swiftshader/i.test(n));
+      if (adapters.length > 1) {
+        log.warn(
+          { adapters },
+          `this machine has ${adapters.length} Vulkan GPUs and WebGPU opens the first whatever GPU this shard was given (Vulkan ignores CUDA_VISIBLE_DEVICES): give each trainer worker one GPU (a pod per GPU), or install @tensorflow/tfjs-node-gpu`,
+        );
+      }
+    }
+    const name = backend.backend;
     const model = loadModelDir(this.options.modelDir);
     // wasm has no gradient for gather: embed with a one-hot product there when the embedding
     // trains. Under LoRA it is frozen (no gradient flows into it), and a lookup spares a
@@ -159,11 +200,11 @@ export class TrainerShard extends CollectiveMember {
     // Under LoRA on TF.js's JavaScript backends the frozen base stays in host memory and each
     // matrix is uploaded for its product alone (host-matrix.ts): wasm's heap stops at 4 GiB, which
     // a 0.6B base (2.4 GB in float32) beside a pass's activations exceeds. A native backend
-    // (tfjs-node, a GPU's memory) keeps it resident, where uploads would cost transfers.
+    // (tfjs-node) and a GPU's memory (webgpu) keep it resident, where uploads would cost transfers.
     const decoder = new TfjsDecoder(model.config, model.weights, {
-      embedding: backend === 'wasm' && !this.options.lora ? 'onehot' : 'gather',
+      embedding: name === 'wasm' && !this.options.lora ? 'onehot' : 'gather',
       lora: this.options.lora ? loraOption(model, this.options.lora, this.options.seed ?? 0) : undefined,
-      frozenBaseOnHost: this.options.lora !== undefined && (backend === 'wasm' || backend === 'cpu'),
+      frozenBaseOnHost: this.options.lora !== undefined && (name === 'wasm' || name === 'cpu'),
     });
     const customLoss = this.options.lossModule
       ? await loadPluginFunction<CustomLoss>(this.options.lossModule, '/', 'loss')
@@ -178,7 +219,10 @@ export class TrainerShard extends CollectiveMember {
   async ready(): Promise<ShardInfo> {
     const { trainer, backend } = await this.loading;
     return {
-      backend,
+      backend: backend.backend,
+      device: backend.device,
+      skipped: backend.skipped,
+      update: trainer.updatesOn,
       parameters: trainer.decoder.parameterCount,
       trainableParameters: [...trainer.decoder.trainableVariables.values()].reduce((n, v) => n + v.size, 0),
       step: trainer.stepsTaken,
@@ -230,12 +274,12 @@ export class TrainerShard extends CollectiveMember {
    */
   async resetOptimizer(): Promise<void> {
     const { trainer } = await this.loading;
-    trainer.adam.resetMoments();
+    trainer.resetOptimizer();
   }
 
   /** The current weights by Hugging Face name, adapters merged (what rollout engines serve). */
   async readWeights(): Promise<Record<string, Float32Array>> {
-    return publishable((await this.loading).trainer.decoder.readMergedWeights());
+    return publishable(await (await this.loading).trainer.decoder.readMergedWeightsAsync());
   }
 
   /**
@@ -247,18 +291,18 @@ export class TrainerShard extends CollectiveMember {
     | { weights: Record<string, Float32Array> }
   > {
     const { trainer } = await this.loading;
-    if (!this.options.lora) return { weights: publishable(trainer.decoder.readMergedWeights()) };
+    if (!this.options.lora) return { weights: publishable(await trainer.decoder.readMergedWeightsAsync()) };
     return {
       lora: {
         scale: loraScale(this.options.lora),
-        adapters: publishable(trainer.decoder.readTrainable()),
+        adapters: publishable(await trainer.decoder.readTrainableAsync()),
       },
     };
   }
 
   /** SHA-256 of every weight's bytes in name order: equal on every rank of a group. */
   async weightsDigest(): Promise<string> {
-    const weights: WeightMap = (await this.loading).trainer.decoder.readTrainable();
+    const weights: WeightMap = await (await this.loading).trainer.decoder.readTrainableAsync();
     const hash = createHash('sha256');
     for (const name of canonicalOrder(weights.keys())) hash.update(new Uint8Array(weights.get(name)!.buffer));
     return hash.digest('hex');
@@ -269,13 +313,13 @@ export class TrainerShard extends CollectiveMember {
     const { trainer, checkpoints } = await this.loading;
     if (!checkpoints) throw new Error('this shard was created without checkpointDir');
     // What training changes: every weight, or only the LoRA adapters.
-    const weights = trainer.decoder.readTrainable();
+    const weights = await trainer.decoder.readTrainableAsync();
     const shapes = new Map([...trainer.decoder.trainableVariables].map(([name, v]) => [name, v.shape]));
     return checkpoints.save({
       step: trainer.stepsTaken,
       weights,
       shapes,
-      optimizerState: trainer.adam.state(),
+      optimizerState: await trainer.optimizerState(),
       // Dropout masks derive from (seed, step, micro-batch): the seed and the step are the RNG state.
       rngState: { seed: this.options.seed ?? 0, step: trainer.stepsTaken },
       dataCursor: extra.dataCursor ?? null,
@@ -288,13 +332,14 @@ export class TrainerShard extends CollectiveMember {
     if (!checkpoints) throw new Error('this shard was created without checkpointDir');
     const loaded = checkpoints.load(step);
     trainer.decoder.assignTrainable(loaded.weights);
-    if (loaded.optimizerState) trainer.adam.loadState(loaded.optimizerState);
+    if (loaded.optimizerState) trainer.loadOptimizerState(loaded.optimizerState);
     return loaded.step;
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
     await this.collectiveClose();
     const loaded = await this.loading.catch(() => undefined);
+    loaded?.trainer.dispose();
     loaded?.trainer.decoder.dispose();
     tf.disposeVariables();
   }

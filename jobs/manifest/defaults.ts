@@ -17,6 +17,8 @@ export type Method = (typeof METHODS)[number];
 
 /** `reaction`: the personal track's stand-in judge that reads the simulated user's reactions. */
 export const JUDGE_BACKENDS = ['llm', 'onnx-prm', 'rule', 'reaction'] as const;
+/** train.backend: a trainer shard's TensorFlow.js backend (actors/models/tfjs-backend.ts). */
+export const TRAINER_BACKENDS = ['auto', 'webgpu', 'wasm', 'cpu', 'tensorflow'] as const;
 export type JudgeBackendName = (typeof JUDGE_BACKENDS)[number];
 
 export { RULES, type RuleName, STEP_RULES, type StepRuleName };

@@ -29,6 +29,7 @@ import {
   RULES,
   STEP_RULES,
   TRACK_DEFAULTS,
+  TRAINER_BACKENDS,
 } from './defaults.js';
 
 export const API_VERSION = 'clawray.dev/v1';
@@ -414,6 +415,11 @@ const trainSchema = section({
     .default('auto')
     .describe(
       "Recompute each layer's activations for its gradient, keeping only its input: a pass holds one layer's activations for about a third more compute. auto: when a step's longest sample alone exceeds passMemoryMiB",
+    ),
+  backend: oneOf(TRAINER_BACKENDS)
+    .default('auto')
+    .describe(
+      "Trainer shards' TensorFlow.js backend. auto: tfjs-node-gpu when installed; else, on a shard that holds a GPU, webgpu (TensorFlow.js on Dawn: the optional npm package webgpu and the GPU's Vulkan driver); else tfjs-node; else wasm. A named backend that cannot run on a shard fails the job, saying why",
     ),
   seed: num({ int: true }).default(0).describe('Seeds LoRA dropout and sampling order, so runs repeat'),
   optimizer: optimizerSchema.prefault({}).describe('AdamW settings'),

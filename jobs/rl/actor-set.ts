@@ -42,10 +42,12 @@ export interface ActorSet {
   judgeEngines: ActorHandle<RolloutEngine>[];
   /**
    * What each actor computes on, from its `ready()`: 'onnxruntime/<execution provider>' per
-   * rollout engine, 'tfjs/<backend>' per trainer shard (in actor order). A GPU job whose engines
+   * rollout engine, 'tfjs/<backend> on <device>' per trainer shard (in actor order). A GPU job whose engines
    * say 'cpu' fell back silently in the runtime; the driver says so.
    */
   runtime: { rollout: string[]; trainer: string[] };
+  /** The backends trainer shards passed over under `train.backend: auto`, each with why. */
+  trainerSkipped: string[];
   /** (Re)builds the trainer shards' collective ring (after a shard restarted, too). */
   rebuildRing(): Promise<void>;
   close(): Promise<void>;
@@ -69,6 +71,7 @@ export async function createActorSet(
     voters: [],
     judgeEngines: [],
     runtime: { rollout: [], trainer: [] },
+    trainerSkipped: [],
     rebuildRing: async () => {
       if (set.trainers.length > 1) await createCollectiveGroup(cluster, set.trainers, `${jobId}-trainer`);
     },
@@ -147,6 +150,7 @@ export async function createActorSet(
               tis: t.tis,
               seed: t.seed,
               lora: t.lora,
+              backend: t.backend,
               checkpointDir: paths.checkpointDir,
               keepLast: spec.checkpoint.keep,
               lossModule: paths.lossModule,
@@ -246,8 +250,12 @@ export async function createActorSet(
       rollout: engines.map(
         (e) => `onnxruntime/${e.provider}${e.kvCache === 'device' ? ' (KV cache on the GPU)' : ''}`,
       ),
-      trainer: trainers.map((t) => `tfjs/${t.backend}`),
+      // 'tfjs/webgpu on NVIDIA H200 (nvidia hopper, Vulkan)': the backend and its device.
+      trainer: trainers.map((t) => `tfjs/${t.backend} on ${t.device}`),
     };
+    // Why a shard passed over a faster backend (no Vulkan adapter, no Dawn package): the driver
+    // says it beside a GPU job's warning.
+    set.trainerSkipped = [...new Set(trainers.flatMap((t) => t.skipped))];
     await set.rebuildRing();
     return set;
   } catch (err) {

@@ -268,9 +268,10 @@ export class RLDriver {
         `warning: rollout engines hold ${res.rollout.gpus} GPU(s) each but run on the CPU (neither onnxruntime's CUDA provider nor its WebGPU one started there)`,
       );
     }
-    if (res.trainer.gpus > 0 && actors.runtime.trainer.some((r) => !r.endsWith('/tensorflow'))) {
+    if (res.trainer.gpus > 0 && actors.runtime.trainer.some((r) => !/^tfjs\/(tensorflow|webgpu) /.test(r))) {
+      const why = actors.trainerSkipped.length > 0 ? `: ${actors.trainerSkipped.join('; ')}` : '';
       o.log(
-        `warning: trainer shards hold ${res.trainer.gpus} GPU(s) each but run on ${actors.runtime.trainer.join(', ')} (install @tensorflow/tfjs-node-gpu)`,
+        `warning: trainer shards hold ${res.trainer.gpus} GPU(s) each but run on ${actors.runtime.trainer.join(', ')}${why} (on a GPU: npm install webgpu and the GPU's Vulkan driver, or @tensorflow/tfjs-node-gpu)`,
       );
     }
     const publisher = new WeightPublisher(actors.engines, { registry: o.registry });
