@@ -14,7 +14,6 @@ import {
 } from '../common/job-names.js';
 import { findLocalHead, staleHeadMessage } from '../common/local-head.js';
 import { silentLogger } from '../common/logger.js';
-import { loadManifest } from '../jobs/manifest/load.js';
 import { DEFAULT_MAX_PACKAGE_BYTES, packWorkingDir } from '../jobs/package/working-dir.js';
 import { checkResumeRef } from '../jobs/rl/job-state.js';
 import {
@@ -26,6 +25,7 @@ import {
 import { int } from './cli-parse.js';
 import {
   isManifestPath,
+  loadSubmittedManifest,
   RLJOB_STOP_GRACE_MS,
   rljobSummaryLine,
   shellWord,
@@ -344,8 +344,8 @@ export function registerJobCommands(program: Command): void {
   ).action(async (entrypoint: string[], opts: SubmitOpts) => {
     const manifest = isManifestPath(entrypoint) ? entrypoint[0] : undefined;
     if (manifest && !existsSync(manifest)) throw new ConfigError(`${manifest}: no such manifest file`);
-    if (manifest)
-      await loadManifest(manifest, { set: opts.set }); // fail fast, before any cluster starts
+    // Fail fast, before any cluster starts: the manifest's mistakes and the local files it names.
+    if (manifest) await loadSubmittedManifest(manifest, { set: opts.set, workingDir: opts.workingDir });
     else if (opts.set.length > 0 || opts.resume || opts.resumeFrom) {
       throw new ConfigError(
         `${opts.set.length > 0 ? '--set' : opts.resumeFrom ? '--resume-from' : '--resume'} applies to an RLJob manifest (clawray job submit job.yaml), not to an entrypoint command`,

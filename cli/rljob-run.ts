@@ -22,6 +22,7 @@ import { jobStreamName } from '../common/redis-keys.js';
 import { connect } from '../index.js';
 import { openJobBuffer } from '../jobs/buffer/open-job-buffer.js';
 import { loadManifest } from '../jobs/manifest/load.js';
+import { checkLocalPaths } from '../jobs/manifest/local-paths.js';
 import { RLDriver, type RLJobSummary } from '../jobs/rl/driver.js';
 import { checkResumeRef } from '../jobs/rl/job-state.js';
 import { reportProgress } from '../jobs/rl/progress-report.js';
@@ -76,6 +77,12 @@ async function runRljob(file: string, flags: RunFlags): Promise<number> {
   const resume = flags.resume === undefined ? undefined : flags.resume === true ? '' : String(flags.resume);
   const set = resume !== undefined ? [...flags.set, 'spec.checkpoint.resume=true'] : flags.set;
   const manifest = await loadManifest(file, { set }).catch((err) => exitOnError(err));
+  // The files it names, where this driver resolves them (its working dir), before any cluster.
+  try {
+    checkLocalPaths(manifest, { file, workingDir: process.cwd() });
+  } catch (err) {
+    exitOnError(err);
+  }
   const log = (line: string) => process.stdout.write(`${stamp()} ${line}\n`);
   // The id names the run's checkpoint folder: a hand-set CLAWRAY_JOB_ID of `..` must not climb.
   const submissionId = process.env.CLAWRAY_JOB_ID

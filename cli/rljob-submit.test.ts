@@ -108,6 +108,7 @@ describe("job submit MANIFEST: reading the driver's log", () => {
       runtime: { rollout: ['onnxruntime/cpu'], trainer: ['tfjs/wasm'] },
       logprobAbsDiff: 2e-7,
       checkpoint: null,
+      curves: null,
       logFile: null,
     });
     // The newest checkpoint and the kept log, when the driver and `submit` name them.
@@ -117,12 +118,22 @@ describe("job submit MANIFEST: reading the driver's log", () => {
           ...summary!,
           warmupSteps: 500,
           checkpoint: { path: '/c/rl-1/step-560', step: 60, trainerStep: 560 },
+          curves: {
+            heldout: [{ step: 0, value: 0.1, phase: 'start' }],
+            reward: [{ step: 1, mean: 0.25 }],
+            svg: '/c/rl-1/learning-curves.svg',
+          },
           logFile: '/h/logs/rljobs/rl-1.log',
         }),
       ),
     ).toMatchObject({
       warmupSteps: 500,
       checkpoint: { path: '/c/rl-1/step-560', step: 60, trainerStep: 560 },
+      curves: {
+        heldout: [{ step: 0, value: 0.1, phase: 'start' }],
+        reward: [{ step: 1, mean: 0.25 }],
+        svg: '/c/rl-1/learning-curves.svg',
+      },
       logFile: '/h/logs/rljobs/rl-1.log',
     });
     expect(JSON.parse(rljobSummaryLine(job, null))).toMatchObject({

@@ -1,13 +1,13 @@
 /**
- * `clawray job submit MANIFEST`: validates the manifest here (positioned errors, exit 2),
- * checks its GPU partition against the cluster, uploads the working dir (the manifest's
- * directory by default) and submits an ordinary entrypoint job whose entrypoint is
- * `clawray rljob run MANIFEST --set …` (Ray's model: the driver is the job's process; the head
- * knows nothing of manifests). While it runs, a terminal shows a bar per phase made from the
- * driver's log lines (rljob-view.ts); anything else gets the log itself, long step series
- * thinned. The log is kept in $CLAWRAY_HOME/logs/rljobs/ID.log (an embedded cluster's store
- * ends with this command). The driver's last log line, `summary {JSON}`, becomes a short
- * human summary on stderr (rljob-summary.ts) and the `--json` line.
+ * `clawray job submit MANIFEST`: validates the manifest here (positioned errors, exit 2) and
+ * the local files it names (local-paths.ts), checks its GPU partition against the cluster,
+ * uploads the working dir (the manifest's directory by default) and submits an ordinary
+ * entrypoint job whose entrypoint is `clawray rljob run MANIFEST --set …` (Ray's model: the
+ * driver is the job's process; the head knows nothing of manifests). While it runs, a terminal
+ * shows a bar per phase made from the driver's log lines (rljob-view.ts); anything else gets the
+ * log itself, long step series thinned. The log is kept in $CLAWRAY_HOME/logs/rljobs/ID.log
+ * (an embedded cluster's store ends with this command). The driver's last log line, `summary
+ * {JSON}`, becomes a short human summary on stderr (rljob-summary.ts) and the `--json` line.
  */
 
 import { closeSync, existsSync, mkdirSync, openSync, writeSync } from 'node:fs';
@@ -16,7 +16,9 @@ import type { Cluster } from '../actors/runtime/cluster.js';
 import { ConfigError } from '../common/errors.js';
 import { clawrayHome } from '../common/home.js';
 import { loadManifest } from '../jobs/manifest/load.js';
+import { checkLocalPaths } from '../jobs/manifest/local-paths.js';
 import { planPartition } from '../jobs/manifest/partition.js';
+import type { RLJobManifest } from '../jobs/manifest/schema.js';
 import type { RLJobSummary as DriverSummary } from '../jobs/rl/driver.js';
 import type { JobsClient, JobView } from '../jobs/supervisor/jobs-client.js';
 import { LineSplitter, TIME_STAMP } from './progress.js';
@@ -52,8 +54,8 @@ export interface ManifestConn {
 }
 
 /**
- * The `summary {JSON}` line an RL driver ends its log with (its curves left out), and where
- * `job submit` kept the log.
+ * The `summary {JSON}` line an RL driver ends its log with (its step and evaluation records left
+ * out; `curves` has their points), and where `job submit` kept the log.
  */
 export type RLJobSummary = Omit<DriverSummary, 'history' | 'evals'> & { logFile?: string };
 
@@ -105,12 +107,25 @@ export function parseSummaryLine(line: string): RLJobSummary | undefined {
   }
 }
 
+/**
+ * The manifest, validated, with the local files it names checked where the job will look for
+ * them (the working dir): everything `submit` refuses before it contacts a cluster (exit 2).
+ */
+export async function loadSubmittedManifest(
+  file: string,
+  o: Pick<ManifestSubmitOptions, 'set' | 'workingDir'>,
+): Promise<RLJobManifest> {
+  const manifest = await loadManifest(file, { set: o.set });
+  checkLocalPaths(manifest, { file, workingDir: o.workingDir ?? dirname(file) });
+  return manifest;
+}
+
 export async function submitManifest(
   conn: ManifestConn,
   file: string,
   o: ManifestSubmitOptions,
 ): Promise<{ job: JobView; summary: RLJobSummary | null }> {
-  const manifest = await loadManifest(file, { set: o.set });
+  const manifest = await loadSubmittedManifest(file, o);
   const cluster = await conn.sdk();
   await planPartition(manifest, cluster);
   const workingDir = o.workingDir ?? dirname(file);
@@ -240,6 +255,8 @@ export function rljobSummaryLine(job: JobView, summary: RLJobSummary | null): st
     logprobAbsDiff: summary?.logprobAbsDiff ?? null,
     // The newest checkpoint: its dir (step-N counts optimizer steps), its job step, and N.
     checkpoint: summary?.checkpoint ?? null,
+    // The held-out and reward curves' points, and the SVG drawn from them beside the checkpoints.
+    curves: summary?.curves ?? null,
     // The job's whole log, kept by `job submit` (an embedded cluster's store ends with it).
     logFile: summary?.logFile ?? null,
   });

@@ -4,6 +4,7 @@ import { shellWord } from './rljob-submit.js';
 import { humanSummary, type SummaryContext } from './rljob-summary.js';
 
 const CKPT = '/h/checkpoints/toolcall-grpo/job-1/step-560';
+const SVG = '/h/checkpoints/toolcall-grpo/job-1/learning-curves.svg';
 
 const summary = (over: Partial<RLJobSummary> = {}): RLJobSummary => ({
   submissionId: 'job-1',
@@ -34,6 +35,15 @@ const summary = (over: Partial<RLJobSummary> = {}): RLJobSummary => ({
   recoveries: { engines: 0, trainers: 0 },
   runtime: { rollout: ['onnxruntime/cpu'], trainer: ['tfjs/wasm'] },
   logprobAbsDiff: 1e-7,
+  curves: {
+    heldout: [
+      { step: 0, value: 0, phase: 'start' },
+      { step: 0, value: 0.045, phase: 'warmup' },
+      { step: 60, value: 0.806, phase: 'rl' },
+    ],
+    reward: [{ step: 1, mean: -0.5 }],
+    svg: SVG,
+  },
   ...over,
 });
 
@@ -54,6 +64,7 @@ describe('job submit MANIFEST: the summary a person reads at the end', () => {
       '  held-out success  0.000 at the start → 0.045 after the warm start → 0.806 at the end (RL +0.761)',
       '  rollouts          3.51 samples/s; trajectories 2048 produced, 1920 trained, 96 dropped (stale 6, no_signal 90), 0 lost',
       `  checkpoint        ${CKPT} (step 60; optimizer step 560: 500 warm-start + 60 RL)`,
+      `  curves            ${SVG}`,
       '  job log           /h/logs/rljobs/job-1.log',
       `  serve it          npx clawray serve --model ${CKPT}`,
       `  evaluate it       npx clawray eval ${CKPT} --manifest examples/toolcall/rl.yaml`,
@@ -80,6 +91,7 @@ describe('job submit MANIFEST: the summary a person reads at the end', () => {
     expect(lines).toContain(
       `  checkpoint        ${CKPT} (step 60; optimizer step 560) (on the cluster node that ran the driver)`,
     );
+    expect(lines).toContain(`  curves            ${SVG} (on the cluster node that ran the driver)`);
     expect(lines.at(-1)).toBe(
       `  evaluate it       clawray eval ${CKPT} --manifest 'my jobs/rl.yaml' --set 'spec.env.tasks=./few tasks.jsonl' --set spec.eval.split=train`,
     );
@@ -101,6 +113,14 @@ describe('job submit MANIFEST: the summary a person reads at the end', () => {
     expect(failed.at(-1)).toBe(
       '  resume it         npx clawray job submit examples/toolcall/rl.yaml --resume-from job-1',
     );
+    // Nothing drawn (no evaluation, no step): no curves row.
+    const undrawn = humanSummary(
+      'FAILED',
+      summary({ curves: { heldout: [], reward: [], svg: null } }),
+      'job-1',
+      context(),
+    );
+    expect(undrawn.some((l) => l.startsWith('  curves'))).toBe(false);
     const none = humanSummary('FAILED', null, 'job-2', context({ logFile: '/h/logs/rljobs/job-2.log' }));
     expect(none).toEqual([
       'job-2 FAILED: the driver wrote no summary (see its log)',

@@ -1,8 +1,8 @@
 /**
  * The few lines `clawray job submit MANIFEST` ends with, made from the driver's final `summary
  * {…}` line: what the job reached (held-out start → after the warm start → end), how fast,
- * what became of its trajectories, where its checkpoint and log are, and the commands that
- * serve and evaluate that checkpoint, as they can be pasted.
+ * what became of its trajectories, where its checkpoint, learning curves and log are, and the
+ * commands that serve and evaluate that checkpoint, as they can be pasted.
  */
 
 import { duration } from './progress.js';
@@ -95,6 +95,9 @@ export function humanSummary(
     const elsewhere = c.exists(ckpt.path) ? '' : ' (on the cluster node that ran the driver)';
     row('checkpoint', `${ckpt.path} (${naming})${elsewhere}`);
   }
+  // The held-out and reward curves, drawn beside the checkpoints (open it in a browser).
+  const svg = s?.curves?.svg ?? null;
+  if (svg) row('curves', `${svg}${c.exists(svg) ? '' : ' (on the cluster node that ran the driver)'}`);
   if (c.logFile) row('job log', c.logFile);
   if (ckpt) {
     const path = c.quote(ckpt.path);

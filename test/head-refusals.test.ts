@@ -8,9 +8,9 @@
  * submission, by the head and by the CLI (exit 2, one line).
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Cluster } from '../actors/runtime/cluster.js';
@@ -347,5 +347,41 @@ describe('the CLI refuses them before any cluster starts (exit 2, one line)', ()
     expect(code).toBe(2);
     expect(stderr).toContain('clawray: invalid CLAWRAY_JOB_ID "..": it becomes a file name');
     oneLine(stderr);
+  });
+
+  it('job submit (and rljob run) of a manifest whose ./tasks a make step writes, not made yet', () => {
+    const dir = join(home, 'terminal');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'make-tasks.mjs'), '/**\n * Writes the task suite.\n * @writes ./tasks\n */\n');
+    const manifest = join(dir, 'rl.yaml');
+    writeFileSync(
+      manifest,
+      [
+        'apiVersion: clawray.dev/v1',
+        'kind: RLJob',
+        'metadata: { name: term }',
+        'spec:',
+        '  track: terminal',
+        '  method: rl',
+        '  model: { path: ./model, init: { preset: tiny, seed: 0 } }',
+        '  env: { tasks: ./tasks }',
+        '',
+      ].join('\n'),
+    );
+    const before = readdirSync(home).sort();
+    // No address: past the check, submit would start an embedded cluster and upload the dir.
+    const { code, stderr } = clawray(['job', 'submit', manifest, '--json']);
+    expect(code).toBe(2);
+    expect(stderr).toBe(
+      `clawray: ${manifest}:8:17: spec.env.tasks ./tasks does not exist; make it with: node ${relative(process.cwd(), join(dir, 'make-tasks.mjs'))}\n`,
+    );
+    oneLine(stderr);
+    // Nothing was started or kept: no cluster files, no job log.
+    expect(readdirSync(home).sort()).toEqual(before);
+    const run = clawray(['rljob', 'run', manifest], { CLAWRAY_JOB_ID: 'term-1' });
+    expect(run.code).toBe(2);
+    // rljob run resolves in its own working dir (this process's): the path it names is the same field.
+    expect(run.stderr).toMatch(/^clawray: .*rl\.yaml:8:17: spec\.env\.tasks \.\/tasks does not exist/);
+    oneLine(run.stderr);
   });
 });

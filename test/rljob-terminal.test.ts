@@ -8,7 +8,7 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { distEntry, packageRoot } from '../common/package-root.js';
 
@@ -92,13 +92,15 @@ describe.skipIf(!hasScript)('clawray job submit examples/toolcall/rl.yaml in a t
       );
     expect(checkpoint, end.join('\n')).not.toBeNull();
     expect(existsSync(join(checkpoint![1], 'model.safetensors'))).toBe(true);
-    const log = /^ {2}job log {11}(\S+)$/.exec(end[4])![1];
-    expect(end[5]).toBe(`  serve it          clawray serve --model ${checkpoint![1]}`);
-    expect(end[6]).toBe(
+    // The learning curves, drawn beside the checkpoints.
+    expect(end[4]).toBe(`  curves            ${join(dirname(checkpoint![1]), 'learning-curves.svg')}`);
+    const log = /^ {2}job log {11}(\S+)$/.exec(end[5])![1];
+    expect(end[6]).toBe(`  serve it          clawray serve --model ${checkpoint![1]}`);
+    expect(end[7]).toBe(
       `  evaluate it       clawray eval ${checkpoint![1]} --manifest examples/toolcall/rl.yaml`,
     );
-    expect(end[7]).toMatch(/^clawray: job 'job-\w+' SUCCEEDED: the entrypoint exited with code 0$/);
-    expect(end).toHaveLength(8);
+    expect(end[8]).toMatch(/^clawray: job 'job-\w+' SUCCEEDED: the entrypoint exited with code 0$/);
+    expect(end).toHaveLength(9);
 
     // The job's whole log outlives the embedded cluster, each checkpoint announced once.
     expect(log.startsWith(join(home, 'logs'))).toBe(true);

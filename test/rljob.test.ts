@@ -1,7 +1,7 @@
 import { execFile, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { releaseWebgpu, webgpuUnavailable } from '../actors/models/tfjs-backend.js';
@@ -122,6 +122,16 @@ describe('clawray job submit MANIFEST (the RL pipeline on a cluster of real proc
     expect(run.stdout).toMatch(
       /actors ready: 1 rollout engine\(s\), 1 trainer shard\(s\), 1 env pool\(s\), 1 judge voter\(s\)/,
     );
+    // The learning curves: every evaluation and each step's mean reward, drawn beside the checkpoints.
+    const { curves } = summary;
+    expect(curves.heldout[0]).toMatchObject({ step: 0, value: summary.heldoutStart, phase: 'start' });
+    expect(curves.heldout.at(-1)).toMatchObject({ step: 3, value: summary.heldoutEnd, phase: 'rl' });
+    expect(curves.reward.map((p: { step: number }) => p.step)).toEqual([1, 2, 3]);
+    expect(dirname(curves.svg)).toBe(dirname(summary.checkpoint.path));
+    expect(readFileSync(curves.svg, 'utf8')).toMatch(
+      /^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"[\s\S]*<\/svg>\n$/,
+    );
+    expect(run.stderr).toContain(`  curves            ${curves.svg}`);
     // The driver reported where it was to the head: `job status` shows it after the job, too.
     const status = JSON.parse(clawray(['job', 'status', 'rl-async', '--json']).stdout);
     expect(status.info).toMatchObject({ phase: 'done', step: '3/3' });

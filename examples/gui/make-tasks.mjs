@@ -28,6 +28,7 @@
  *
  * Deterministic (a seeded PRNG, no dependencies). Usage:
  *   node examples/gui/make-tasks.mjs [--per-kind N] [--rl-per-kind N] [--noisy N] [--seed S] [--out DIR]
+ * @writes ./tasks
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';

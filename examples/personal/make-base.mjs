@@ -3,7 +3,7 @@
  * Builds examples/personal/base: the personal track's base policy, a tiny model fine-tuned with
  * clawray's SFT step on chats generated from the simulated user's request templates: plain
  * answers in words, answers that follow an OPD name hint, and sessions where the user corrects
- * a reply without their name, after which the base heeds the correction 30% of the time (an
+ * a reply without their name, after which the base heeds the correction 10% of the time (an
  * instruct model that sometimes follows a correction in its context). No download; the same
  * flags write the same model. name.yaml starts from it.
  *
@@ -12,7 +12,8 @@
  *
  * Usage (after `npm run build`): node examples/personal/make-base.mjs [--out DIR] [--preset tiny]
  *   [--seed 0] [--steps 500] [--batch 8] [--lr 5e-3] [--turns 4] [--sessions 128] [--names Sam]
- *   [--corrected 0.5] [--heed 0.3] [--log-every 50] [--force]
+ *   [--corrected 0.5] [--heed 0.1] [--log-every 50] [--force]
+ * @writes ./base
  */
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';

@@ -31,6 +31,7 @@
  * them held out); --noisy: unreliable demonstrations per RL type. The defaults keep the oracle
  * traces (two episodes' worth of sandbox runs per demonstration) and the held-out evaluation
  * cheap on a 2-core machine.
+ * @writes ./tasks.jsonl ./repo
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';

@@ -25,6 +25,7 @@
  *
  * Deterministic (a seeded PRNG, no dependencies). Usage:
  *   node examples/terminal/make-tasks.mjs [--per-verb N] [--noisy N] [--seed S] [--out DIR]
+ * @writes ./tasks
  */
 import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';

@@ -12,6 +12,7 @@
  * Deterministic (a seeded PRNG, no dependencies). The split is left to the task-file rule
  * (held out when FNV-1a(question) % 5 == 0), so held-out questions are number pairs that never
  * occur in train. Usage: node examples/toolcall/make-tasks.mjs [--count N] [--seed S] [--out FILE]
+ * @writes ./tasks.jsonl
  */
 import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';

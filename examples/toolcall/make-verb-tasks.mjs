@@ -21,6 +21,7 @@
  *
  * Deterministic (a seeded PRNG, no dependencies). Usage:
  *   node examples/toolcall/make-verb-tasks.mjs [--per-verb N] [--noisy N] [--seed S] [--out FILE]
+ * @writes ./verb-tasks.jsonl
  */
 import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';

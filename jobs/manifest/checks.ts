@@ -212,6 +212,9 @@ export function crossFieldIssues(raw: RawManifest, m: RLJobManifest): FieldIssue
       'chooses the KL of top-K distillation; set train.distillTopK (e.g. 16) too',
     );
   }
+  if (rawSpec.train.distillOn !== undefined && train.distillTopK === undefined) {
+    add(['train', 'distillOn'], "distils along the teacher's top-K; set train.distillTopK (e.g. 16) too");
+  }
   if (rawSpec.train.hintSelect !== undefined && method !== 'opd' && method !== 'combine') {
     add(
       ['train', 'hintSelect'],

@@ -460,6 +460,11 @@ const trainSchema = section({
     .describe(
       'With distillTopK: reverse KL(student‖teacher) (OpenClaw-RL, the default) or forward KL(teacher‖student), which also raises teacher tokens the student gives no probability',
     ),
+  distillOn: oneOf(['student', 'teacher', 'both'] as const)
+    .optional()
+    .describe(
+      "With distillTopK: which reply of a hinted turn is distilled. student: the turn's own tokens under the teacher (OpenClaw-RL, the default); teacher: the teacher's own greedy reply under the hint, distilled into the student without it (context distillation: the whole preferred reply, where the student's own tokens teach a multi-token change one token per round of sampling); both",
+    ),
   hintSelect: oneOf(['longest', 'topk-overlap'] as const)
     .optional()
     .describe(
@@ -693,6 +698,7 @@ export function resolveManifest(raw: RawManifest) {
         combine: train.combine ?? (method === 'combine' ? { opdWeight: 1, rlWeight: 1 } : undefined),
         hintSelect: train.hintSelect ?? 'longest',
         distillDirection: train.distillDirection ?? 'reverse',
+        distillOn: train.distillOn ?? 'student',
       },
       env: env && { ...env, parallel: env.parallel ?? t.envParallel ?? 1 },
       eval: {

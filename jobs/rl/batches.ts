@@ -9,10 +9,14 @@
  * of the same reverse KL's gradient. opd: advantage 0, the sample's loss is the top-K KL
  * (distillWeight 1); combine: advantage w_rl·A in the PPO term plus w_opd · the top-K KL
  * (distillWeight w_opd), so w_opd weighs the distillation exactly where it weighed the gap.
+ * With train.distillOn teacher | both, a turn that carries the teacher's own reply under the hint
+ * (`extra.teacherReply`) also gives a sample of that reply after the turn's own prompt, distilled
+ * the same way (advantage 0): context distillation.
  */
 import { combineAdvantages, grpoAdvantages } from '../../actors/trainer/advantages.js';
 import type { TeacherTopK, TrainSample } from '../../actors/trainer/policy-trainer.js';
 import type { TrajectoryRecord } from '../buffer/types.js';
+import type { TeacherReply } from './opd-teacher.js';
 
 /**
  * The temperature a turn was sampled with: `extra.temperature`, which records.ts (env tracks)
@@ -93,6 +97,12 @@ export interface AdvantageOptions {
   method: 'rl' | 'opd' | 'combine';
   samplesPerPrompt: number;
   combine?: { opdWeight: number; rlWeight: number };
+  /**
+   * train.distillOn (top-K distillation): `student` distils the turn's own tokens (OpenClaw-RL,
+   * the default), `teacher` the teacher's own reply under the hint instead (context
+   * distillation), `both` both of them.
+   */
+  distillOn?: 'student' | 'teacher' | 'both';
 }
 
 export interface BatchStats {
@@ -133,6 +143,22 @@ function teacherTopKOf(r: TrajectoryRecord): TeacherTopK | undefined {
   const top = r.extra?.teacherTopK as TeacherTopK | undefined;
   return top && typeof top.k === 'number' && Array.isArray(top.ids) && Array.isArray(top.logprobs)
     ? top
+    : undefined;
+}
+
+/** The teacher's own reply the judge stage stored on a turn (train.distillOn), if well formed. */
+function teacherReplyOf(r: TrajectoryRecord): TeacherReply | undefined {
+  const reply = r.extra?.teacherReply as TeacherReply | undefined;
+  const top = reply?.teacherTopK;
+  return reply &&
+    Array.isArray(reply.tokenIds) &&
+    reply.tokenIds.length > 0 &&
+    Array.isArray(reply.logprobs) &&
+    reply.logprobs.length === reply.tokenIds.length &&
+    top &&
+    Array.isArray(top.ids) &&
+    top.ids.length === top.k * reply.tokenIds.length
+    ? reply
     : undefined;
 }
 
@@ -209,6 +235,11 @@ export function buildSamples(
         }
         const teacher = (r.extra?.teacherLogprobs as number[] | undefined) ?? null;
         const topK = teacherTopKOf(r);
+        // train.distillOn teacher | both: the teacher's own reply under the hint trains too.
+        const reply = (o.distillOn ?? 'student') === 'student' ? undefined : teacherReplyOf(r);
+        // distillOn teacher: the turn's own tokens are not distilled; its teacher's reply is.
+        const ownTopK = reply && o.distillOn === 'teacher' ? undefined : topK;
+        const distillWeight = o.method === 'combine' ? (o.combine?.opdWeight ?? 1) : 1;
         // Kept at advantage 0 by the at-least-one rule (judging.ts): it still counts as trained.
         const keep = r.extra?.atLeastOne === true;
         let advantages: number | number[];
@@ -240,16 +271,32 @@ export function buildSamples(
           })[0];
         }
         use.trained.push(r.trajectoryId);
-        samples.push({
-          tokenIds: [...r.promptTokenIds, ...r.tokenIds],
-          responseStart: r.promptTokenIds.length,
-          oldLogprobs: r.logprobs,
-          advantages,
-          temperature,
-          ...(topK
-            ? { teacherTopK: topK, distillWeight: o.method === 'combine' ? (o.combine?.opdWeight ?? 1) : 1 }
-            : {}),
-        });
+        // The turn's own sample: unless all it would carry is a distillation distillOn moved to
+        // the teacher's reply (opd; combine at advantage 0).
+        const own = ownTopK !== undefined || !topK || (advantages !== 0 && o.method === 'combine') || keep;
+        if (own) {
+          samples.push({
+            tokenIds: [...r.promptTokenIds, ...r.tokenIds],
+            responseStart: r.promptTokenIds.length,
+            oldLogprobs: r.logprobs,
+            advantages,
+            temperature,
+            ...(ownTopK ? { teacherTopK: ownTopK, distillWeight } : {}),
+          });
+        }
+        if (reply) {
+          // The teacher's reply under the turn's own prompt, at the turn's temperature: a pure
+          // distillation sample (advantage 0), what the student should have said unhinted.
+          samples.push({
+            tokenIds: [...r.promptTokenIds, ...reply.tokenIds],
+            responseStart: r.promptTokenIds.length,
+            oldLogprobs: reply.logprobs,
+            advantages: 0,
+            temperature,
+            teacherTopK: reply.teacherTopK,
+            distillWeight,
+          });
+        }
       });
     });
   }

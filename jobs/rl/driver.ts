@@ -34,6 +34,7 @@ import type { TrajectoryBuffer } from '../buffer/types.js';
 import type { RLJobManifest } from '../manifest/schema.js';
 import { type ActorSet, createActorSet } from './actor-set.js';
 import { ChatCodec } from './chat-codec.js';
+import { curvesFrom, type JobCurves, writeCurves } from './curves.js';
 import { EnginePool } from './engine-pool.js';
 import type { EpisodeTicket } from './episode-queue.js';
 import { EpisodeSource } from './episode-source.js';
@@ -128,6 +129,13 @@ export interface RLJobSummary {
    * hintSelect topk-overlap each candidate hint of a turn counts once).
    */
   teacher?: { kind: 'frozen' | 'tracking'; turns: number };
+  /**
+   * The learning curves: every held-out evaluation (`start` before training, `warmup` after the
+   * warm start, `rl` during training, by job step) and each RL step's mean reward, and the SVG
+   * drawn from them beside the checkpoints (`<checkpointDir>/learning-curves.svg`; null when
+   * there was nothing to draw or it could not be written). See curves.ts.
+   */
+  curves: JobCurves;
   evals: EvalRecord[];
   history: StepRecord[];
 }
@@ -178,6 +186,8 @@ export class RLDriver {
   private rolloutSlots = 1;
   private teacherTurns = 0;
   private resumedFrom: number | null = null;
+  /** Whether a failed write of the curves' SVG was logged (once is enough). */
+  private curvesWarned = false;
   /** What the summary reads of the running job's parts, once they exist. */
   private parts?: {
     engines: { recoveries: number };
@@ -515,9 +525,33 @@ export class RLDriver {
       ...(spec.method === 'opd' || spec.method === 'combine'
         ? { teacher: { kind: spec.judge.teacher, turns: this.teacherTurns } }
         : {}),
+      curves: this.drawCurves(),
       evals: this.evals,
       history: this.history,
     };
+  }
+
+  /**
+   * The job's curves so far, drawn into its checkpoint directory. A picture that cannot be
+   * written is a warning in the log (once), never the job's failure.
+   */
+  private drawCurves(): JobCurves {
+    const curves = curvesFrom(this.evals, this.history, this.spec.method);
+    let svg: string | null = null;
+    try {
+      svg = writeCurves(this.state.dir, curves, {
+        title: `${this.job} (${this.o.submissionId})`,
+        heldout: this.spec.track === 'personal' ? 'preference score' : 'held-out success',
+      });
+    } catch (err) {
+      if (!this.curvesWarned) {
+        this.curvesWarned = true;
+        this.o.log(
+          `warning: the learning curves were not drawn in ${this.state.dir}: ${(err as Error).message}`,
+        );
+      }
+    }
+    return { ...curves, svg };
   }
 
   /**
@@ -719,6 +753,37 @@ export class RLDriver {
                   },
                 }
               : {}),
+            // train.distillOn teacher | both: the teacher's own greedy reply under the hint, which
+            // the student (the rollout engines) scores under the turn's own prompt.
+            ...(spec.train.distillOn !== 'student'
+              ? {
+                  teacherReply: {
+                    generate: async (prompt: number[], maxTokens: number) =>
+                      (
+                        await teacherEngines.run(
+                          (engine) =>
+                            engine.call('generate', { promptTokenIds: prompt, maxTokens, temperature: 0 }),
+                          isPeerLoss,
+                        )
+                      ).tokenIds,
+                    studentLogprobs: (prompt: number[], response: number[], temperature: number) =>
+                      c.engines.run(
+                        async (engine) =>
+                          (
+                            await engine.call(
+                              'computeLogprobs',
+                              [...prompt, ...response],
+                              prompt.length,
+                              temperature,
+                            )
+                          ).slice(-response.length),
+                        isPeerLoss,
+                      ),
+                    maxTokens: spec.rollout.maxTokens,
+                    maxContext: c.codec.maxContext,
+                  },
+                }
+              : {}),
             encodeChat: (messages) => c.codec.encodeChat(messages),
             ...(personal
               ? {
@@ -742,10 +807,14 @@ export class RLDriver {
         gate,
         startStep: this.step,
         totalSteps: spec.train.steps,
-        skipEmptySteps: personal,
+        // Live sessions: a batch with nothing to train is not a step (OpenClaw-RL waits for
+        // trainable samples). Simulated users (spec.user) measure interactions, as env tracks
+        // measure episodes: there it is a step, so train.steps bounds the interactions, and a
+        // policy that already pleases every user still ends its job.
+        skipEmptySteps: personal && !spec.user,
         onSkippedStep: (r) =>
           this.noteSkipped(
-            `step ${r.step}${personal ? ` (a batch of ${r.samples} turn(s), not counted as a step)` : ''}`,
+            `step ${r.step}${personal && !spec.user ? ` (a batch of ${r.samples} turn(s), not counted as a step)` : ''}`,
             r.loss,
           ),
         onEmptyBatch: (b) =>
@@ -758,6 +827,7 @@ export class RLDriver {
           method: spec.method as 'rl' | 'opd' | 'combine',
           samplesPerPrompt: G,
           combine: spec.train.combine,
+          distillOn: spec.train.distillOn,
         },
         stopRequested: () => this.stopRequested,
         signal: this.failed.signal,
@@ -917,6 +987,8 @@ export class RLDriver {
     });
     this.lastCheckpointStep = trainers.version;
     this.lastCheckpointJobStep = this.step;
+    // The curves beside the checkpoint, so a running (or crashed) job's can be looked at too.
+    this.drawCurves();
     await ledger.finishCommit();
     this.setTrajectoryMetrics(await ledger.counts());
     this.o.log(

@@ -15,7 +15,7 @@
  * - opd / combine: each turn is judged in OPD mode; a turn with a hint gets the teacher's
  *   logprobs of its own response under the hint-augmented prompt (OpenClaw-RL's teacher), with
  *   top-K distillation the teacher's top-K too, the hint chosen among the votes' candidates
- *   (opd-teacher.ts).
+ *   (opd-teacher.ts), and with train.distillOn teacher | both the teacher's own reply.
  */
 
 import type { JudgePanel } from '../../actors/judge/judge-panel.js';
@@ -29,7 +29,7 @@ import type { ChatMessage } from '../../actors/models/chat-template.js';
 import type { TopLogprobRows } from '../../actors/rollout/top-k.js';
 import type { Feedback } from '../../actors/rollout/turn-feedback.js';
 import type { TrajectoryRecord } from '../buffer/types.js';
-import { type DistillOptions, teachTurn } from './opd-teacher.js';
+import { type DistillOptions, type TeacherReplyOptions, teachTurn } from './opd-teacher.js';
 
 /** What the judge stage adds to a record's `extra`. */
 export interface JudgedExtra {
@@ -68,6 +68,8 @@ export interface JudgeStageOptions {
   teacher(promptTokenIds: number[], responseTokenIds: number[], temperature: number): Promise<number[]>;
   /** train.distillTopK: the teacher's top-K at every position too, and how hints are chosen. */
   distill?: DistillOptions;
+  /** train.distillOn teacher | both: the teacher also writes its own reply under the hint. */
+  teacherReply?: TeacherReplyOptions;
   /** The policy's chat template, for the hint-augmented prompt. */
   encodeChat(messages: ChatMessage[]): number[];
   /** Personal: the user's explicit feedback on a turn, taken once. */

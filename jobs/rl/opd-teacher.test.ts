@@ -13,7 +13,7 @@ import { decodeRecord, encodeRecord, RECORD_FIELD } from '../buffer/record-codec
 import type { TrajectoryRecord } from '../buffer/types.js';
 import { buildSamples } from './batches.js';
 import { type JudgeStageOptions, judgeEpisode } from './judging.js';
-import { type TopKScorer, teachTurn, topKOverlap } from './opd-teacher.js';
+import { type TeacherReply, type TopKScorer, teachTurn, topKOverlap } from './opd-teacher.js';
 
 const rows = (k: number, ids: number[][]): TopLogprobRows => ({
   k,
@@ -273,6 +273,96 @@ describe('judgeEpisode with top-K distillation on a real engine', () => {
       combine: { opdWeight: 0.5, rlWeight: 2 },
     });
     expect(combine.samples[0]).toMatchObject({ advantages: -2, distillWeight: 0.5, teacherTopK: top });
+  });
+
+  it('distillOn teacher: the teacher’s greedy reply under the hint, the student’s logprobs of it unhinted, and the batch trains on that reply', async () => {
+    const hints = ['Answer in Celsius.'];
+    const turn = await liveTurn('c');
+    const generated: number[][] = [];
+    const [r] = await judgeEpisode(
+      [turn],
+      options(panel(hints), {
+        distill: { k: 4, hintSelect: 'longest', teacherTopK: engineScorer([]) },
+        teacherReply: {
+          generate: async (prompt, maxTokens) => {
+            generated.push(prompt);
+            return (await model.generate({ promptTokenIds: prompt, maxTokens, temperature: 0 })).tokenIds;
+          },
+          studentLogprobs: async (prompt, response, temperature) =>
+            (await model.engine.computeLogprobs([...prompt, ...response], prompt.length, temperature)).slice(
+              -response.length,
+            ),
+          maxTokens: 6,
+          maxContext: 4096,
+        },
+      }),
+      {},
+    );
+    const reply = r.extra?.teacherReply as TeacherReply;
+    // Written under the hint-augmented prompt, greedily, within maxTokens.
+    expect(generated).toHaveLength(1);
+    expect(generated[0].length).toBeGreaterThan(turn.promptTokenIds.length);
+    const greedy = await model.generate({ promptTokenIds: generated[0], maxTokens: 6, temperature: 0 });
+    expect(reply.tokenIds).toEqual(greedy.tokenIds);
+    // The teacher's top-K along its own reply (hinted), the student's logprobs of it (unhinted), at T = 0.7.
+    const teacherRows = await model.engine.computeTopLogprobs(
+      [...generated[0], ...reply.tokenIds],
+      generated[0].length,
+      0.7,
+      4,
+    );
+    expect(reply.teacherTopK).toEqual(teacherRows.top);
+    const unhinted = await model.engine.computeLogprobs(
+      [...turn.promptTokenIds, ...reply.tokenIds],
+      turn.promptTokenIds.length,
+      0.7,
+    );
+    expect(reply.logprobs).toEqual(unhinted.slice(-reply.tokenIds.length));
+    expect(decodeRecord(RECORD_FIELD, encodeRecord(r).bytes).extra?.teacherReply).toEqual(reply);
+
+    const batch = (distillOn: 'student' | 'teacher' | 'both') =>
+      buildSamples([[[{ ...r, extra: { ...r.extra, reward: 1 } }]]], 0, {
+        method: 'opd',
+        samplesPerPrompt: 1,
+        distillOn,
+      }).samples;
+    const own = { tokenIds: [...turn.promptTokenIds, ...turn.tokenIds], teacherTopK: r.extra?.teacherTopK };
+    const teachers = {
+      tokenIds: [...turn.promptTokenIds, ...reply.tokenIds],
+      responseStart: turn.promptTokenIds.length,
+      oldLogprobs: reply.logprobs,
+      advantages: 0,
+      distillWeight: 1,
+      teacherTopK: reply.teacherTopK,
+      temperature: 0.7,
+    };
+    expect(batch('student')).toMatchObject([own]);
+    expect(batch('teacher')).toMatchObject([teachers]);
+    expect(batch('both')).toMatchObject([own, teachers]);
+    // No room for a reply in the context: the turn's own tokens are distilled instead.
+    const [full] = await judgeEpisode(
+      [await liveTurn('d')],
+      options(panel(hints), {
+        distill: { k: 4, hintSelect: 'longest', teacherTopK: engineScorer([]) },
+        teacherReply: {
+          generate: async () => {
+            throw new Error('no room: never asked');
+          },
+          studentLogprobs: async () => [],
+          maxTokens: 6,
+          maxContext: turn.promptTokenIds.length,
+        },
+      }),
+      {},
+    );
+    expect(full.extra?.teacherReply).toBeUndefined();
+    expect(
+      buildSamples([[[{ ...full, extra: { ...full.extra, reward: 1 } }]]], 0, {
+        method: 'opd',
+        samplesPerPrompt: 1,
+        distillOn: 'teacher',
+      }).samples,
+    ).toMatchObject([{ teacherTopK: full.extra?.teacherTopK }]);
   });
 
   it('topk-overlap scores every candidate against the student’s own top-K and keeps the best', async () => {

@@ -14,6 +14,14 @@
  * PR #109, overlap-guided hint selection) the candidate under which the teacher's top-K sets
  * overlap most with the student's own: see `topKOverlap`. A user's correction is the only
  * candidate of its turn.
+ *
+ * With `train.distillOn: teacher | both` the teacher also writes its own reply under the chosen
+ * hint (greedy), and the record keeps it as `extra.teacherReply`: its tokens, the teacher's top-K
+ * along them and the student's logprobs of them under the turn's own prompt. The trainer then
+ * distils that reply into the student without the hint (context distillation): the whole
+ * preferred reply, where on-policy OPD only scores the student's own tokens and so teaches a
+ * multi-token opener ("Sam," is four tokens of the tiny tokenizer) one token per round of
+ * sampling (README "personal").
  */
 import type { ScoredTokens, TopLogprobRows } from '../../actors/rollout/top-k.js';
 import type { TrajectoryRecord } from '../buffer/types.js';
@@ -48,6 +56,35 @@ export interface TeachOptions {
   /** Token-level OPD's teacher: the logprob of each response token (without `distill`). */
   teacher(promptTokenIds: number[], responseTokenIds: number[], temperature: number): Promise<number[]>;
   distill?: DistillOptions;
+  /** train.distillOn teacher | both (needs `distill`): the teacher's own reply under the hint. */
+  teacherReply?: TeacherReplyOptions;
+}
+
+/** How the teacher writes its reply under the hint, and how the student scores it. */
+export interface TeacherReplyOptions {
+  /** The teacher engines' greedy reply to `promptTokenIds` (its token ids, end of turn included). */
+  generate(promptTokenIds: number[], maxTokens: number): Promise<number[]>;
+  /** The student's logprob of each of `responseTokenIds` after `promptTokenIds`, at `temperature`. */
+  studentLogprobs(
+    promptTokenIds: number[],
+    responseTokenIds: number[],
+    temperature: number,
+  ): Promise<number[]>;
+  /** Longest reply (rollout.maxTokens), within the context's room after the hinted prompt. */
+  maxTokens: number;
+  /** The model's context: a reply is cut to fit both the hinted prompt and the turn's own. */
+  maxContext: number;
+}
+
+/**
+ * The teacher's own reply to a turn (`extra.teacherReply`): what the student distils without the
+ * hint under `train.distillOn: teacher | both`. `logprobs` are the student's (the policy that
+ * sampled the turn), so the trainer's drift and PPO ratio compare like with like.
+ */
+export interface TeacherReply {
+  tokenIds: number[];
+  logprobs: number[];
+  teacherTopK: TopLogprobRows;
 }
 
 /**
@@ -128,4 +165,31 @@ export async function teachTurn(
   r.hint = candidates[chosen];
   extra.teacherLogprobs = scored.logprobs;
   extra.teacherTopK = scored.top;
+  if (o.teacherReply) {
+    const reply = await teacherReply(r, promptFor(r.hint), d, o.teacherReply);
+    if (reply) extra.teacherReply = reply;
+  }
+}
+
+/**
+ * The teacher's greedy reply under the hinted prompt, its top-K along it and the student's
+ * logprobs of it under the turn's own prompt; undefined when there is no room for a token.
+ */
+async function teacherReply(
+  r: TrajectoryRecord,
+  hinted: number[],
+  d: DistillOptions,
+  o: TeacherReplyOptions,
+): Promise<TeacherReply | undefined> {
+  const room = o.maxContext - Math.max(hinted.length, r.promptTokenIds.length);
+  const maxTokens = Math.min(o.maxTokens, room);
+  if (maxTokens < 1) return undefined;
+  const tokenIds = await o.generate(hinted, maxTokens);
+  if (tokenIds.length === 0) return undefined;
+  const temperature = recordTemperature(r);
+  const [scored, logprobs] = await Promise.all([
+    d.teacherTopK(hinted, tokenIds, temperature, d.k),
+    o.studentLogprobs(r.promptTokenIds, tokenIds, temperature),
+  ]);
+  return { tokenIds, logprobs, teacherTopK: scored.top };
 }
