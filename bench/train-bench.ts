@@ -195,13 +195,7 @@ async function webgpuRealSizeStep(layers: number, lora: boolean): Promise<Record
     passMemoryBytes: 64 * 2 ** 30,
   });
   const [length, response] = [500, 60];
-  const sample: TrainSample = {
-    tokenIds: Array.from({ length }, (_, t) => (t * 7919) % d.vocab),
-    responseStart: length - response,
-    oldLogprobs: new Array(response).fill(-11),
-    advantages: 1,
-    temperature: 0.6,
-  };
+  const sample = realSizeSample(d.vocab, length, response);
   try {
     const first = performance.now();
     await trainer.step([sample]);
@@ -261,13 +255,7 @@ async function realSizeLoraStep(layers: number): Promise<Record<string, unknown>
   });
   const trainer = new PolicyTrainer(decoder, { method: 'rl', optimizer: { lr: 1e-4 } });
   const [length, response] = [500, 60];
-  const sample: TrainSample = {
-    tokenIds: Array.from({ length }, (_, t) => (t * 7919) % d.vocab),
-    responseStart: length - response,
-    oldLogprobs: new Array(response).fill(-11),
-    advantages: 1,
-    temperature: 0.6,
-  };
+  const sample = realSizeSample(d.vocab, length, response);
   try {
     const first = performance.now();
     await trainer.step([sample]);
@@ -295,4 +283,15 @@ async function realSizeLoraStep(layers: number): Promise<Record<string, unknown>
   } finally {
     decoder.dispose();
   }
+}
+
+/** One sample of `length` tokens (the last `response` of them trained) over `vocab`. */
+function realSizeSample(vocab: number, length: number, response: number): TrainSample {
+  return {
+    tokenIds: Array.from({ length }, (_, t) => (t * 7919) % vocab),
+    responseStart: length - response,
+    oldLogprobs: new Array(response).fill(-11),
+    advantages: 1,
+    temperature: 0.6,
+  };
 }

@@ -30,7 +30,9 @@ import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   closeSync,
+  copyFileSync,
   existsSync,
+  mkdirSync,
   mkdtempSync,
   openSync,
   readdirSync,
@@ -595,19 +597,7 @@ async function runJob(plan, run, o, progress) {
     stderrFile,
   });
   const outcome = await jobOutcome(r, plan, home, stderrFile);
-  const record = runRecord(
-    {
-      track: plan.track,
-      manifest: plan.manifest,
-      seed: run.seed,
-      baseSeed: run.baseSeed,
-      set: run.set,
-      make: run.base.make,
-      measuredAt: new Date().toISOString(),
-      interactionsPerStep: run.interactionsPerStep,
-    },
-    outcome,
-  );
+  const record = runRecord({ ...runMeta(plan, run), interactionsPerStep: run.interactionsPerStep }, outcome);
   if (record.status === 'completed') {
     const f = (x) => (x === null ? '—' : x.toFixed(3));
     const curve = [
@@ -616,11 +606,37 @@ async function runJob(plan, run, o, progress) {
       record.end,
     ].map(f);
     progress.end(`completed in ${clock(r.seconds)}, held-out ${curve.join(' → ')}`, true);
+    keepCurves(outcome.summary.curves.svg, plan.track, run);
     if (!o.keep) rmSync(home, { recursive: true, force: true });
   } else {
     progress.end(`failed: ${record.error} (kept: ${home})`, true);
   }
   return record;
+}
+
+/** What a run's record says of it besides its figures. */
+function runMeta(plan, run) {
+  return {
+    track: plan.track,
+    manifest: plan.manifest,
+    seed: run.seed,
+    baseSeed: run.baseSeed,
+    set: run.set,
+    make: run.base.make,
+    measuredAt: new Date().toISOString(),
+  };
+}
+
+/**
+ * The run's learning-curves.svg, kept as examples/curves/TRACK[-baseB]-seedS.svg (the README
+ * shows seed 0's) before its home is deleted.
+ */
+function keepCurves(svg, track, run) {
+  if (!svg || !existsSync(svg)) return;
+  const dir = join(ROOT, 'examples', 'curves');
+  mkdirSync(dir, { recursive: true });
+  const base = run.baseSeed === null ? '' : `-base${run.baseSeed}`;
+  copyFileSync(svg, join(dir, `${track}${base}-seed${run.seed}.svg`));
 }
 
 // ---------------------------------------------------------------- results
@@ -722,20 +738,7 @@ async function main() {
       await ensureMade(run.base, progress, plan.track, o.keep);
       if (run.base.failed) {
         progress.say(`${plan.track} seed ${run.seed}: not run, its make step failed`);
-        records.push(
-          runRecord(
-            {
-              track: plan.track,
-              manifest: plan.manifest,
-              seed: run.seed,
-              baseSeed: run.baseSeed,
-              set: run.set,
-              make: run.base.make,
-              measuredAt: new Date().toISOString(),
-            },
-            { error: `make step failed: ${run.base.failed}` },
-          ),
-        );
+        records.push(runRecord(runMeta(plan, run), { error: `make step failed: ${run.base.failed}` }));
         progress.done++;
         continue;
       }

@@ -24,7 +24,7 @@ export interface DriverSummary {
   metric: Metric;
   heldout: { start: number | null; afterWarmup: number | null; end: number | null };
   elapsedSeconds: number;
-  curves: { heldout: { step: number; value: number; phase: Phase }[] };
+  curves: { heldout: { step: number; value: number; phase: Phase }[]; svg: string | null };
 }
 
 export interface Stats {

@@ -53,6 +53,8 @@ const driverSummarySchema = z.object({
     heldout: z.array(
       z.object({ step: z.number().int().nonnegative(), value: z.number(), phase: phaseSchema }),
     ),
+    /** The job's learning-curves.svg (absolute, in the run's home); measure keeps a copy. */
+    svg: z.string().nullable(),
   }),
 });
 

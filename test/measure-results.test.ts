@@ -81,6 +81,7 @@ function toolcallSummary(
         { step: 20, value: mid, phase: 'rl' },
         { step: 60, value: end, phase: 'rl' },
       ],
+      svg: '/tmp/home/checkpoints/job/learning-curves.svg',
     },
   };
 }
@@ -97,6 +98,7 @@ const personalSummary = (end: number) => ({
       { step: 3, value: 0.189, phase: 'rl' },
       { step: 9, value: end, phase: 'rl' },
     ],
+    svg: null,
   },
 });
 

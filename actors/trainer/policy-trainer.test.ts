@@ -9,35 +9,11 @@ import { selectBackend } from '../models/tfjs-backend.js';
 import { TfjsDecoder, tokenLogprobs } from '../models/tfjs-decoder.js';
 import { weightSpecs } from '../models/weight-names.js';
 import { RolloutModel } from '../rollout/rollout-model.js';
+import { inMemoryAllReduce } from './in-memory-allreduce.test-support.js';
 import { initLoraAdapters, type LoraConfig, loraScale, loraTargets, mergeLora } from './lora.js';
 import { ppoClipLoss } from './losses.js';
 import { passBytes } from './pass-memory.js';
-import {
-  type GradientReducer,
-  PolicyTrainer,
-  type PolicyTrainerOptions,
-  type TrainSample,
-} from './policy-trainer.js';
-
-/** An all-reduce among in-process ranks: each rank's buffer becomes the sum of all of them. */
-function inMemoryAllReduce(ranks: number): GradientReducer[] {
-  let buffers: Float32Array[] = [];
-  let waiting: Array<() => void> = [];
-  return Array.from({ length: ranks }, () => async (flat: Float32Array) => {
-    buffers.push(flat);
-    if (buffers.length < ranks) {
-      await new Promise<void>((resolve) => waiting.push(resolve));
-      return;
-    }
-    const sum = new Float32Array(flat.length);
-    for (const b of buffers) for (let i = 0; i < sum.length; i++) sum[i] += b[i];
-    for (const b of buffers) b.set(sum);
-    const release = waiting;
-    buffers = [];
-    waiting = [];
-    for (const r of release) r();
-  });
-}
+import { PolicyTrainer, type PolicyTrainerOptions, type TrainSample } from './policy-trainer.js';
 
 /** The largest |difference| between two trainers' weights. */
 function maxWeightDiff(a: PolicyTrainer, b: PolicyTrainer): number {

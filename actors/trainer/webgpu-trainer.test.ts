@@ -22,9 +22,9 @@ import { initRandomModel } from '../models/model-init.js';
 import { releaseWebgpu, selectBackend, webgpuUnavailable } from '../models/tfjs-backend.js';
 import { type LoraWeights, TfjsDecoder } from '../models/tfjs-decoder.js';
 import { weightSpecs } from '../models/weight-names.js';
+import { inMemoryAllReduce } from './in-memory-allreduce.test-support.js';
 import { initLoraAdapters, type LoraConfig, loraScale, loraTargets } from './lora.js';
 import {
-  type GradientReducer,
   PolicyTrainer,
   type PolicyTrainerOptions,
   type StepMetrics,
@@ -33,26 +33,6 @@ import {
 
 const noAdapter = await webgpuUnavailable();
 if (noAdapter) console.warn(`WebGPU trainer cases skipped: ${noAdapter}`);
-
-/** An all-reduce among in-process ranks, call by call (one call per gradient bucket). */
-function inMemoryAllReduce(ranks: number): GradientReducer[] {
-  let buffers: Float32Array[] = [];
-  let waiting: Array<() => void> = [];
-  return Array.from({ length: ranks }, () => async (flat: Float32Array) => {
-    buffers.push(flat);
-    if (buffers.length < ranks) {
-      await new Promise<void>((resolve) => waiting.push(resolve));
-      return;
-    }
-    const sum = new Float32Array(flat.length);
-    for (const b of buffers) for (let i = 0; i < sum.length; i++) sum[i] += b[i];
-    for (const b of buffers) b.set(sum);
-    const release = waiting;
-    buffers = [];
-    waiting = [];
-    for (const r of release) r();
-  });
-}
 
 const LORA: LoraConfig = { rank: 4, alpha: 8, dropout: 0, targetModules: ['q_proj', 'v_proj', 'down_proj'] };
 const K = 3;

@@ -95,6 +95,10 @@ describe('curvesSvg', () => {
     expect(empty).toContain('>no held-out evaluation</text>');
     expect(empty).toContain('>no RL step</text>');
     expect(empty).not.toContain('NaN');
+    // A method without a reward says why its panel is empty (text escaped).
+    expect(
+      curvesSvg({ heldout: [], reward: [] }, { ...labels, noReward: "opd trains on the teacher's hints" }),
+    ).toContain('>opd trains on the teacher&#39;s hints</text>');
     expect(circles(empty, 'heldout')).toEqual([]);
 
     const one = curvesSvg(

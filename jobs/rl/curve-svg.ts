@@ -18,6 +18,8 @@ export interface CurveLabels {
   heldout: string;
   /** The lower panel's y axis. Default 'mean reward'. */
   reward?: string;
+  /** What the lower panel says when there is no reward point. Default 'no RL step'. */
+  noReward?: string;
 }
 
 /** Where the panels sit (user units of the viewBox), exported for the tests that read points back. */
@@ -91,7 +93,7 @@ export function curvesSvg(curves: CurveData, labels: CurveLabels): string {
   const ry = (v: number) => scale(v, rDomain, [L.reward.bottom, L.reward.top]);
   out.push(...frame('reward', L.reward, rewardTicks, ry, xTicks, x, labels.reward ?? 'mean reward'));
   if (reward.length === 0) {
-    out.push(emptyNote(L.reward, 'no RL step'));
+    out.push(emptyNote(L.reward, labels.noReward ?? 'no RL step'));
   } else {
     if (rDomain[0] < 0 && rDomain[1] > 0) {
       out.push(

@@ -45,11 +45,14 @@ describe('curvesFrom', () => {
     ]);
   });
 
-  it('a resumed job’s records continue its curves; a method-sft job has no reward curve', () => {
+  it('a resumed job’s records continue its curves; sft and opd jobs have no reward curve', () => {
     // After --resume from step 20: the earlier evaluations come first, as the state kept them.
     const resumed = curvesFrom([evalAt(0, 0.1), evalAt(20, 0.3), evalAt(40, 0.6)], [stepAt(21, 0)], 'opd');
     expect(resumed.heldout.map((p) => p.phase)).toEqual(['start', 'rl', 'rl']);
     expect(curvesFrom([evalAt(0, 0), evalAt(10, 1)], [stepAt(1, 0)], 'sft').reward).toEqual([]);
+    // OPD judges no scalar reward (every turn's is 0): a flat line would say nothing.
+    expect(curvesFrom([evalAt(0, 0)], [stepAt(1, 0)], 'opd').reward).toEqual([]);
+    expect(curvesFrom([evalAt(0, 0)], [stepAt(1, 0)], 'combine').reward).toHaveLength(1);
   });
 });
 

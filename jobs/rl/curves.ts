@@ -11,6 +11,13 @@ import { writeFileAtomic } from '../../common/atomic-file.js';
 import { type CurveLabels, curvesSvg } from './curve-svg.js';
 import type { EvalRecord, StepRecord } from './job-state.js';
 
+/** What the reward panel says for a method without a reward. */
+export function noRewardNote(method: string): string | undefined {
+  if (method === 'sft') return 'no reward: sft trains on demonstrations';
+  if (method === 'opd') return "no reward: opd trains on the teacher's hints";
+  return undefined;
+}
+
 /** The file the curves are drawn into, in the submission's checkpoint directory. */
 export const CURVES_FILE = 'learning-curves.svg';
 
@@ -42,8 +49,9 @@ export interface JobCurves {
 
 /**
  * The curves of a job's evaluations and step records. Steps the trainer skipped (their loss or
- * gradients were not finite: nothing was trained) and non-finite figures are left out, and a
- * method-sft job has no reward curve (its steps are SFT on demonstrations, with no reward).
+ * gradients were not finite: nothing was trained) and non-finite figures are left out, and
+ * methods without a reward have no reward curve: sft (its steps are SFT on demonstrations) and
+ * opd (it trains on the teacher's hints; OpenClaw-RL's OPD judges no scalar reward).
  */
 export function curvesFrom(
   evals: readonly EvalRecord[],
@@ -60,7 +68,7 @@ export function curvesFrom(
       }),
     );
   const reward =
-    method === 'sft'
+    method === 'sft' || method === 'opd'
       ? []
       : history
           .filter((r) => !r.skipped && Number.isFinite(r.rewardMean) && Number.isFinite(r.step))

@@ -34,7 +34,7 @@ import type { TrajectoryBuffer } from '../buffer/types.js';
 import type { RLJobManifest } from '../manifest/schema.js';
 import { type ActorSet, createActorSet } from './actor-set.js';
 import { ChatCodec } from './chat-codec.js';
-import { curvesFrom, type JobCurves, writeCurves } from './curves.js';
+import { curvesFrom, type JobCurves, noRewardNote, writeCurves } from './curves.js';
 import { EnginePool } from './engine-pool.js';
 import type { EpisodeTicket } from './episode-queue.js';
 import { EpisodeSource } from './episode-source.js';
@@ -542,6 +542,7 @@ export class RLDriver {
       svg = writeCurves(this.state.dir, curves, {
         title: `${this.job} (${this.o.submissionId})`,
         heldout: this.spec.track === 'personal' ? 'preference score' : 'held-out success',
+        noReward: noRewardNote(this.spec.method),
       });
     } catch (err) {
       if (!this.curvesWarned) {

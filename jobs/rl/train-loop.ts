@@ -6,7 +6,7 @@
  * engines generate with. Nothing is acked here: the ledger acks a step's entries once a
  * checkpoint holds it.
  *
- * With `skipEmptySteps` (the personal track, as OpenClaw-RL) a batch with no trainable sample
+ * With `skipEmptySteps` (live personal sessions, as OpenClaw-RL) a batch with no trainable sample
  * is not a step: its samples are accounted as dropped, the gate admits a step's worth of
  * rollouts again, and the loop waits for the next batch. Env tracks count such a step (a
  * task set nobody can solve would otherwise never end).
