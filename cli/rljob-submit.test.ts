@@ -112,30 +112,17 @@ describe("job submit MANIFEST: reading the driver's log", () => {
       logFile: null,
     });
     // The newest checkpoint and the kept log, when the driver and `submit` name them.
-    expect(
-      JSON.parse(
-        rljobSummaryLine(job, {
-          ...summary!,
-          warmupSteps: 500,
-          checkpoint: { path: '/c/rl-1/step-560', step: 60, trainerStep: 560 },
-          curves: {
-            heldout: [{ step: 0, value: 0.1, phase: 'start' }],
-            reward: [{ step: 1, mean: 0.25 }],
-            svg: '/c/rl-1/learning-curves.svg',
-          },
-          logFile: '/h/logs/rljobs/rl-1.log',
-        }),
-      ),
-    ).toMatchObject({
+    const named = {
       warmupSteps: 500,
       checkpoint: { path: '/c/rl-1/step-560', step: 60, trainerStep: 560 },
       curves: {
-        heldout: [{ step: 0, value: 0.1, phase: 'start' }],
+        heldout: [{ step: 0, value: 0.1, phase: 'start' as const }],
         reward: [{ step: 1, mean: 0.25 }],
         svg: '/c/rl-1/learning-curves.svg',
       },
       logFile: '/h/logs/rljobs/rl-1.log',
-    });
+    };
+    expect(JSON.parse(rljobSummaryLine(job, { ...summary!, ...named }))).toMatchObject(named);
     expect(JSON.parse(rljobSummaryLine(job, null))).toMatchObject({
       steps: 0,
       skippedSteps: 0,

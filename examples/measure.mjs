@@ -606,7 +606,7 @@ async function runJob(plan, run, o, progress) {
       record.end,
     ].map(f);
     progress.end(`completed in ${clock(r.seconds)}, held-out ${curve.join(' → ')}`, true);
-    keepCurves(outcome.summary.curves.svg, plan.track, run);
+    keepCurves(outcome.summary.curves.svg, plan.track, run, o.out);
     if (!o.keep) rmSync(home, { recursive: true, force: true });
   } else {
     progress.end(`failed: ${record.error} (kept: ${home})`, true);
@@ -628,12 +628,13 @@ function runMeta(plan, run) {
 }
 
 /**
- * The run's learning-curves.svg, kept as examples/curves/TRACK[-baseB]-seedS.svg (the README
- * shows seed 0's) before its home is deleted.
+ * The run's learning-curves.svg, kept beside the results file as curves/TRACK[-baseB]-seedS.svg
+ * (examples/curves/ for examples/results.json, whose seed-0 curves the README shows; a results
+ * file elsewhere keeps its curves elsewhere too) before the run's home is deleted.
  */
-function keepCurves(svg, track, run) {
+function keepCurves(svg, track, run, out) {
   if (!svg || !existsSync(svg)) return;
-  const dir = join(ROOT, 'examples', 'curves');
+  const dir = join(dirname(resolve(out)), 'curves');
   mkdirSync(dir, { recursive: true });
   const base = run.baseSeed === null ? '' : `-base${run.baseSeed}`;
   copyFileSync(svg, join(dir, `${track}${base}-seed${run.seed}.svg`));

@@ -10,11 +10,13 @@
  * faulting fresh pages) until the engine's budget wants it back (`fit`); on a weight swap the
  * next runner takes it over (`runnerFor`).
  */
+
+import { HostRunner } from './host-runner.js';
 import { KvSlots } from './kv-batch.js';
-import type { ExecutionProvider, KvLayout, OnnxDecoder } from './onnx-decoder.js';
+import type { OnnxDecoder } from './onnx-decoder.js';
 import type { Runner } from './runner.js';
 
-export class InPlaceRunner implements Runner {
+export class InPlaceRunner extends HostRunner implements Runner {
   readonly batchedPrefill = true;
   /** The batch's cache: row b is row b of the batch. */
   private slots: KvSlots;
@@ -22,28 +24,15 @@ export class InPlaceRunner implements Runner {
   private logitsBuffer = new Float32Array(0);
 
   constructor(
-    private readonly decoder: OnnxDecoder,
+    decoder: OnnxDecoder,
     private readonly options: { prefillChunkTokens: number; maxBatchSize: number },
     /** An empty cache buffer to start from (a previous runner's, kept memory and all). */
     slots?: KvSlots,
   ) {
+    super(decoder);
     if (!decoder.inPlace)
       throw new Error(`InPlaceRunner needs a slots or GQA decoder graph, not ${decoder.kind}`);
     this.slots = slots ?? new KvSlots(decoder.layout, options.maxBatchSize);
-  }
-
-  get layout(): KvLayout {
-    return this.decoder.layout;
-  }
-
-  get provider(): ExecutionProvider {
-    return this.decoder.provider;
-  }
-
-  readonly cacheLocation = 'host';
-
-  get kind(): string {
-    return this.decoder.kind;
   }
 
   get rows(): number {

@@ -8,8 +8,10 @@
  * decode step: rows admitted together are packed once, and one that finishes on its first token
  * never is.
  */
+
+import { HostRunner } from './host-runner.js';
 import { KvBatch, type SequenceKv } from './kv-batch.js';
-import type { ExecutionProvider, KvLayout, OnnxDecoder, StepOutput } from './onnx-decoder.js';
+import type { OnnxDecoder, StepOutput } from './onnx-decoder.js';
 import type { Runner } from './runner.js';
 
 /** A row of the batch: packed into the batch's cache, or prefilled and waiting to be. */
@@ -22,32 +24,19 @@ interface Row {
   reserveSlots: number;
 }
 
-export class StandardRunner implements Runner {
+export class StandardRunner extends HostRunner implements Runner {
   readonly batchedPrefill = true;
   private readonly batch: KvBatch;
   private order: Row[] = [];
 
   constructor(
-    private readonly decoder: OnnxDecoder,
+    decoder: OnnxDecoder,
     private readonly options: { prefillChunkTokens: number },
   ) {
+    super(decoder);
     if (decoder.kind !== 'standard')
       throw new Error(`StandardRunner needs the standard decoder graph, not ${decoder.kind}`);
     this.batch = new KvBatch(decoder.layout);
-  }
-
-  get layout(): KvLayout {
-    return this.decoder.layout;
-  }
-
-  get provider(): ExecutionProvider {
-    return this.decoder.provider;
-  }
-
-  readonly cacheLocation = 'host';
-
-  get kind(): string {
-    return this.decoder.kind;
   }
 
   get rows(): number {
