@@ -76,7 +76,7 @@ describe("job submit MANIFEST: reading the driver's log", () => {
 
   it('builds the --json line from the job and the summary line, trajectories included', () => {
     const summary = parseSummaryLine(
-      'summary {"job":"tc","track":"toolcall","method":"rl","status":"completed","steps":3,"skippedSteps":1,"metric":"success","heldout":{"start":0.1,"afterWarmup":0.3,"end":0.5},"samplesPerSecond":2,"trainerIdleRatio":0.1,"rolloutIdleRatio":0.2,"elapsedSeconds":30,"resumedFromStep":null,"trajectories":{"produced":12,"judged":12,"trained":12,"dropped":{"stale":0},"lost":0,"duplicated":0},"recoveries":{"engines":1,"trainers":0},"runtime":{"rollout":["onnxruntime/cpu"],"trainer":["tfjs/wasm"]},"logprobAbsDiff":2e-7}',
+      'summary {"job":"tc","track":"toolcall","method":"rl","status":"completed","steps":3,"skippedSteps":1,"metric":"success","heldout":{"start":0.1,"afterWarmup":0.3,"end":0.5},"samplesPerSecond":2,"trainerIdleRatio":0.1,"rolloutIdleRatio":0.2,"elapsedSeconds":30,"resumedFromStep":null,"trajectories":{"produced":12,"judged":12,"trained":12,"dropped":{"stale":0},"lost":0,"duplicated":0},"recoveries":{"engines":1,"trainers":0},"runtime":{"rollout":["onnxruntime/cpu"],"trainer":["tfjs/wasm"]},"mismatch":2e-7,"policyLag":0.03,"policyLagVersions":1}',
     );
     expect(parseSummaryLine('12:00:01 summary {"steps":1}')).toEqual({ steps: 1 });
     expect(parseSummaryLine('summary {not json')).toBeUndefined();
@@ -106,7 +106,9 @@ describe("job submit MANIFEST: reading the driver's log", () => {
       trajectories: { produced: 12, judged: 12, trained: 12, dropped: { stale: 0 }, lost: 0, duplicated: 0 },
       recoveries: { engines: 1, trainers: 0 },
       runtime: { rollout: ['onnxruntime/cpu'], trainer: ['tfjs/wasm'] },
-      logprobAbsDiff: 2e-7,
+      mismatch: 2e-7,
+      policyLag: 0.03,
+      policyLagVersions: 1,
       checkpoint: null,
       curves: null,
       logFile: null,
@@ -129,7 +131,9 @@ describe("job submit MANIFEST: reading the driver's log", () => {
       trajectories: null,
       recoveries: null,
       runtime: null,
-      logprobAbsDiff: null,
+      mismatch: null,
+      policyLag: null,
+      policyLagVersions: null,
     });
   });
 });

@@ -251,8 +251,11 @@ export function rljobSummaryLine(job: JobView, summary: RLJobSummary | null): st
     // What the engines and shards computed on ('onnxruntime/cpu', 'tfjs/wasm'…): a GPU job that
     // fell back to the CPU shows here.
     runtime: summary?.runtime ?? null,
-    // Mean |trainer − rollout logprob| per step (goal ≤ 1e-3); null before any RL step.
-    logprobAbsDiff: summary?.logprobAbsDiff ?? null,
+    // The train–inference mismatch (same weights, trainer vs engine; goal ≤ 1e-3) and the policy
+    // lag of stale samples (with its version gap), each a mean over RL steps; null when none.
+    mismatch: summary?.mismatch ?? null,
+    policyLag: summary?.policyLag ?? null,
+    policyLagVersions: summary?.policyLagVersions ?? null,
     // The newest checkpoint: its dir (step-N counts optimizer steps), its job step, and N.
     checkpoint: summary?.checkpoint ?? null,
     // The held-out and reward curves' points, and the SVG drawn from them beside the checkpoints.

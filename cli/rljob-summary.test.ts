@@ -34,7 +34,9 @@ const summary = (over: Partial<RLJobSummary> = {}): RLJobSummary => ({
   },
   recoveries: { engines: 0, trainers: 0 },
   runtime: { rollout: ['onnxruntime/cpu'], trainer: ['tfjs/wasm'] },
-  logprobAbsDiff: 1e-7,
+  mismatch: 1.2e-7,
+  policyLag: 0.031,
+  policyLagVersions: 0.5,
   curves: {
     heldout: [
       { step: 0, value: 0, phase: 'start' },
@@ -63,6 +65,7 @@ describe('job submit MANIFEST: the summary a person reads at the end', () => {
       'toolcall-grpo (job-1) completed: 60 RL steps after a 500-step warm start in 2m09s',
       '  held-out success  0.000 at the start → 0.045 after the warm start → 0.806 at the end (RL +0.761)',
       '  rollouts          3.51 samples/s; trajectories 2048 produced, 1920 trained, 96 dropped (stale 6, no_signal 90), 0 lost',
+      '  logprobs          mismatch 1.2e-7; policy lag 3.1e-2 over 0.50 versions',
       `  checkpoint        ${CKPT} (step 60; optimizer step 560: 500 warm-start + 60 RL)`,
       `  curves            ${SVG}`,
       '  job log           /h/logs/rljobs/job-1.log',
@@ -87,6 +90,11 @@ describe('job submit MANIFEST: the summary a person reads at the end', () => {
     expect(lines[1]).toBe('  held-out success  0.100 at the start → 0.400 at the end (+0.300)');
     expect(lines).toContain(
       '  skipped steps     2 (loss or gradients not finite: the weights stayed as they were)',
+    );
+    // A synchronous job has no policy lag; a mismatch above the goal says what it means.
+    const sync = humanSummary('SUCCEEDED', summary({ mismatch: 0.02, policyLag: null }), 'job-1', context());
+    expect(sync).toContain(
+      '  logprobs          mismatch 2.0e-2 (above the 1e-3 goal: trainer and engines compute apart)',
     );
     expect(lines).toContain(
       `  checkpoint        ${CKPT} (step 60; optimizer step 560) (on the cluster node that ran the driver)`,
@@ -133,6 +141,9 @@ describe('job submit MANIFEST: the summary a person reads at the end', () => {
       'SUCCEEDED',
       summary({
         method: 'sft',
+        mismatch: null,
+        policyLag: null,
+        policyLagVersions: null,
         steps: 80,
         warmupSteps: 0,
         heldout: { start: 0, afterWarmup: null, end: 1 },

@@ -73,6 +73,21 @@ export function humanSummary(
     } else if (s.steps > 0) {
       row('training', `${s.samplesPerSecond.toFixed(2)} samples/s`);
     }
+    // The trainer's logprobs against the engines': the same weights' (a numerics bug shows here)
+    // and, when training ran ahead of the samples, how far the policy had moved.
+    const drift = [
+      ...(s.mismatch !== null
+        ? [
+            `mismatch ${s.mismatch.toExponential(1)}${s.mismatch > 1e-3 ? ' (above the 1e-3 goal: trainer and engines compute apart)' : ''}`,
+          ]
+        : []),
+      ...(s.policyLag !== null
+        ? [
+            `policy lag ${s.policyLag.toExponential(1)} over ${(s.policyLagVersions ?? 0).toFixed(2)} versions`,
+          ]
+        : []),
+    ];
+    if (drift.length > 0) row('logprobs', drift.join('; '));
     // A trainer on a GPU backend says so, with its device ('tfjs/webgpu on NVIDIA H200 …'); the
     // CPU backends are the default and go unsaid (a GPU job that fell back is warned about in the log).
     const trainer = s.runtime?.trainer ?? [];

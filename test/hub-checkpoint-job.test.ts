@@ -153,10 +153,10 @@ spec:
     expect(published.at(-1)).toMatch(/published weight version 2 /);
 
     // Synchronous steps: step 2 trained samples the engine drew at version 1 (staleness 0), with
-    // the logprobs the trainer computes under its version-1 weights (drift ≤ 1e-3).
+    // the logprobs the trainer computes under its version-1 weights (mismatch ≤ 1e-3).
     const step2 = run.stdout.split('\n').find((l) => / step 2\/2: reward/.test(l))!;
     expect(step2).toMatch(/staleness 0\.00/);
-    const drift = Number(/logprob drift (\S+?),/.exec(step2)![1]);
+    const drift = Number(/mismatch (\S+?),/.exec(step2)![1]);
     expect(drift).toBeLessThanOrEqual(1e-3);
 
     // The checkpoint of step 1 holds the adapters the engine got at version 1, and nothing else.

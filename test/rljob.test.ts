@@ -84,7 +84,15 @@ describe('clawray job submit MANIFEST (the RL pipeline on a cluster of real proc
   });
 
   it('trains a toolcall job asynchronously end to end and ends with a JSON summary', () => {
-    const file = manifest('async', TOOLCALL('tc-async', '  judge: { votes: 1 }\n'));
+    // A reward that differs between any two conversations, so every step trains samples (whose
+    // mismatch and policy lag are then measured).
+    const file = manifest(
+      'async',
+      `${TOOLCALL('tc-async', '  judge: { votes: 1 }\n')}  plugins: { reward: ./plugins/reward.mjs }\n`,
+      {
+        'plugins/reward.mjs': 'export default ({ messages }) => JSON.stringify(messages).length / 100;\n',
+      },
+    );
     const run = clawray([
       'job',
       'submit',
@@ -94,6 +102,8 @@ describe('clawray job submit MANIFEST (the RL pipeline on a cluster of real proc
       '--json',
       '--set',
       'spec.eval.everySteps=2',
+      '--set',
+      'spec.rollout.temperature=0.6',
     ]);
     expect(run.stderr).toContain("job 'rl-async' SUCCEEDED");
     expect(run.code).toBe(0);
@@ -113,7 +123,18 @@ describe('clawray job submit MANIFEST (the RL pipeline on a cluster of real proc
       /^tfjs\/(wasm|cpu) on CPU \((WebAssembly, XNNPACK|JavaScript)\)$/,
     );
     expect(run.stdout).toMatch(/runtime: rollout onnxruntime\/cpu/);
-    // The trainer scores at the rollout's temperature: its logprobs are the engine's (float32).
+    // The trainer scores at the rollout's temperature with the weights that drew each sample (a
+    // stale one under the kept earlier version): its logprobs are the engine's (float32), while
+    // the policy lag of stale samples is how far the policy moved since.
+    expect(summary.mismatch).toBeGreaterThanOrEqual(0);
+    expect(summary.mismatch).toBeLessThanOrEqual(1e-3);
+    const lagged = stepLines(run.stdout).filter((l) => /policy lag/.test(l));
+    for (const line of lagged) {
+      const [, mismatch, lag] = /mismatch (\S+), policy lag (\S+) \(1\.00 versions\)/.exec(line)!;
+      expect(Number(mismatch)).toBeLessThanOrEqual(1e-3);
+      expect(Number(lag)).toBeGreaterThan(Number(mismatch));
+    }
+    expect(summary.policyLag === null).toBe(lagged.length === 0);
     // Logs without a TTY are plain lines: every step, the evals and the checkpoint.
     expect(stepLines(run.stdout)).toHaveLength(3);
     expect(run.stdout).toMatch(/eval step 0: held-out success/);
@@ -158,9 +179,8 @@ describe('clawray job submit MANIFEST (the RL pipeline on a cluster of real proc
     },
   );
 
-  it('trains at temperature 0.6 with TIS: the trainer scores as the engine sampled (logprobAbsDiff ≤ 1e-3)', () => {
-    // Synchronous, so that every sample is scored by the weights that drew it: the figure is then
-    // the numerical drift alone (an async step's includes how far the policy moved since).
+  it('trains at temperature 0.6 with TIS: the trainer scores as the engine sampled (mismatch ≤ 1e-3, no policy lag)', () => {
+    // Synchronous: every sample is fresh, so there is no policy lag to report.
     // A reward that differs between any two different conversations, so steps train samples.
     const reward = 'export default ({ messages }) => JSON.stringify(messages).length / 100;\n';
     const file = manifest(
@@ -176,11 +196,13 @@ describe('clawray job submit MANIFEST (the RL pipeline on a cluster of real proc
     expect(run.code).toBe(0);
     const trained = stepLines(run.stdout).filter((l) => !/ 0 samples /.test(l));
     expect(trained.length).toBeGreaterThan(0);
-    for (const line of trained) expect(line).toMatch(/logprob drift \S+, tis weight \d\.\d{3}/);
+    for (const line of trained) expect(line).toMatch(/mismatch \S+, tis weight \d\.\d{3}/);
+    for (const line of trained) expect(line).not.toMatch(/policy lag/);
     const summary = summaryOf(run.stdout);
     expect(summary.steps).toBe(2);
-    expect(summary.logprobAbsDiff).toBeGreaterThanOrEqual(0);
-    expect(summary.logprobAbsDiff).toBeLessThanOrEqual(1e-3);
+    expect(summary.mismatch).toBeGreaterThanOrEqual(0);
+    expect(summary.mismatch).toBeLessThanOrEqual(1e-3);
+    expect(summary.policyLag).toBeNull();
   });
 
   it('judges inside the job: llm judge engines (3 votes, threshold) score steps, the rule keeps the outcome', () => {

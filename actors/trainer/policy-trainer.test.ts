@@ -396,15 +396,58 @@ describe('PolicyTrainer', () => {
       const decoder = new TfjsDecoder(model.config, model.weights);
       const trainer = new PolicyTrainer(decoder, options);
       const metrics = await trainer.step(drawn.map((d) => d.sample));
-      expect(metrics.logprobAbsDiff).toBeLessThan(1e-3);
+      expect(metrics.mismatch).toBeLessThan(1e-3);
+      expect(metrics.policyLag).toBeNull();
       if (temperature !== 1) {
         // Scored at T = 1 instead (the bug this guards against), the numbers drift far apart.
         const flat = await trainer.step(drawn.map((d) => ({ ...d.sample, temperature: 1 })));
-        expect(flat.logprobAbsDiff).toBeGreaterThan(1e-2);
+        expect(flat.mismatch).toBeGreaterThan(1e-2);
       }
       decoder.dispose();
     },
   );
+
+  it('splits the drift: stale samples give the policy lag, and under their kept weights the mismatch', async () => {
+    // Drawn by version 0; trained at version 0 (fresh), then again at version 1 (one stale).
+    const drawn = (await engineSamples(0.6)).map((d) => ({ ...d.sample, weightVersion: 0 }));
+    const run = async (lagWindow: number) => {
+      const decoder = new TfjsDecoder(model.config, model.weights);
+      const trainer = new PolicyTrainer(decoder, { ...options, lagWindow });
+      const fresh = await trainer.step(drawn);
+      const stale = await trainer.step(drawn);
+      decoder.dispose();
+      return { fresh, stale };
+    };
+    const kept = await run(1);
+    const tokens = PolicyTrainer.countTokens(drawn);
+    expect(kept.fresh).toMatchObject({ mismatchTokens: tokens, policyLag: null, policyLagTokens: 0 });
+    expect(kept.fresh.mismatch).toBeLessThan(1e-3);
+    // The policy moved by a step: the stale tokens' lag is far above the engine's numerics,
+    // which the kept version-0 weights still reproduce.
+    expect(kept.stale).toMatchObject({
+      mismatchTokens: tokens,
+      policyLagTokens: tokens,
+      policyLagVersions: 1,
+    });
+    expect(kept.stale.mismatch).toBeLessThan(1e-3);
+    expect(kept.stale.policyLag!).toBeGreaterThan(10 * kept.stale.mismatch!);
+    // Without a window nothing scores the stale samples with their own weights: no mismatch.
+    const none = await run(0);
+    expect(none.stale).toMatchObject({ mismatch: null, mismatchTokens: 0, policyLagTokens: tokens });
+    expect(none.stale.policyLag).toBeCloseTo(kept.stale.policyLag!, 6);
+    // A sample the policy did not draw (a teacher's reply) is in neither figure.
+    const decoder = new TfjsDecoder(model.config, model.weights);
+    const trainer = new PolicyTrainer(decoder, options);
+    const teacher = await trainer.step(drawn.map((s) => ({ ...s, weightVersion: null })));
+    expect(teacher).toMatchObject({ mismatch: null, mismatchTokens: 0, policyLag: null, policyLagTokens: 0 });
+    await expect(trainer.step([{ ...drawn[0], weightVersion: 1.5 }])).rejects.toThrow(
+      'sample 0: weightVersion must be a whole number ≥ 0 or null, got 1.5',
+    );
+    expect(() => new PolicyTrainer(decoder, { ...options, lagWindow: -1 })).toThrow(
+      'lagWindow must be a whole number ≥ 0, got -1',
+    );
+    decoder.dispose();
+  });
 
   it('refuses a greedy (temperature 0) sample', async () => {
     const decoder = new TfjsDecoder(model.config, model.weights);
@@ -447,7 +490,7 @@ describe('PolicyTrainer', () => {
     expect(m.tisTruncated).toBe(1);
     expect(m.pgLoss).toBeCloseTo(-2, 4);
     expect(m.clipFraction).toBe(0);
-    expect(m.logprobAbsDiff).toBeCloseTo(1, 3);
+    expect(m.mismatch).toBeCloseTo(1, 3);
     expect(() => new PolicyTrainer(decoder, { ...options, tis: { cap: 1 } })).toThrow(
       'tis.cap must be a number > 1, got 1',
     );
@@ -532,7 +575,7 @@ describe('PolicyTrainer', () => {
     const trainer = new PolicyTrainer(decoder, options);
     const self = await trainer.step(own);
     expect(self.distillLoss!).toBeLessThan(1e-5);
-    expect(self.logprobAbsDiff).toBeLessThan(1e-3);
+    expect(self.mismatch).toBeLessThan(1e-3);
     const plain = await trainer.step(own.map(({ teacherTopK: _, ...s }) => s));
     expect(plain.distillLoss).toBeUndefined();
     decoder.dispose();
@@ -618,7 +661,7 @@ describe('PolicyTrainer', () => {
       const b = await responses.step(warm);
       expect(b.loss).toBeCloseTo(a.loss, 6);
       expect(b.entropy).toBeCloseTo(a.entropy, 5);
-      expect(b.logprobAbsDiff).toBeCloseTo(a.logprobAbsDiff, 6);
+      expect(b.mismatch!).toBeCloseTo(a.mismatch!, 6);
     }
     expect(maxWeightDiff(whole, responses)).toBeLessThan(1e-6);
     whole.decoder.dispose();

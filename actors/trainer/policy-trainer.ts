@@ -8,8 +8,8 @@
  *
  * Every logprob is taken at the temperature the sample was drawn with (softmax(logits / T),
  * the distribution the rollout engine recorded, as slime divides by the rollout temperature):
- * the PPO ratio, the KL, the entropy and the drift metric `logprobAbsDiff` all see the policy
- * the rollout sampled from. With truncated importance sampling (`tis`) the step first scores
+ * the PPO ratio, the KL, the entropy and the drift metrics (`mismatch`, `policyLag`) all see the
+ * policy the rollout sampled from. With truncated importance sampling (`tis`) the step first scores
  * every sample under the current weights without gradient (the proximal policy), trains PPO
  * against those, and weights each token by min(exp(proximal − rollout), cap).
  *
@@ -66,6 +66,14 @@ export interface TrainSample {
   teacherTopK?: TeacherTopK;
   /** Weight of this sample's top-K distillation term (w_opd of combine). Default 1. */
   distillWeight?: number;
+  /**
+   * The policy version whose weights drew the response (the rollout engine's `weightVersion`;
+   * versions count optimizer steps, as `stepsTaken` does). It splits the trainer's drift in two:
+   * a sample drawn by the weights the step starts from (absent means that) measures `mismatch`;
+   * one drawn by an older version measures `policyLag`, and `mismatch` too while that version's
+   * weights are kept (`lagWindow`). null: not drawn by the policy (a teacher's reply): in neither.
+   */
+  weightVersion?: number | null;
 }
 
 /** A teacher's top-K rows over a response (the rollout engine's `computeTopLogprobs` output). */
@@ -132,6 +140,14 @@ export interface PolicyTrainerOptions {
   update?: 'host' | 'device';
   /** With `update: 'device'` and ranks: gradient bytes per all-reduce bucket. Default 25 MiB (DDP's). */
   bucketBytes?: number;
+  /**
+   * How many earlier versions' weights an RL step keeps (their trainable values: in host memory
+   * for a host update, on the device for a device one), so that a sample drawn up to that many
+   * versions ago is also scored, without gradient, under the weights that drew it: its
+   * `mismatch` is then the engines' numerics alone, not how far the policy moved. An async job
+   * sets it to `train.maxStaleness`. Default 0 (a synchronous job's samples are all fresh).
+   */
+  lagWindow?: number;
 }
 
 export interface StepOptions {
@@ -187,10 +203,25 @@ export interface StepMetrics {
   /** Whether its passes ran with gradient checkpointing (`gradientCheckpointing`). */
   gradientCheckpointing: boolean;
   /**
-   * Mean |trainer logprob − rollout logprob| over this shard's response tokens (RL; 0 for SFT),
-   * both at the sample's temperature: how far the trainer's numbers drift from the engine's.
+   * The train–inference mismatch: mean |trainer logprob − rollout logprob| over the response
+   * tokens the trainer scored with the weights that drew them (fresh samples in the training
+   * pass, stale ones under a kept earlier version: `lagWindow`), both at the sample's
+   * temperature. A numerics bug shows here (goal ≤ 1e-3). null: no such token (SFT, or only
+   * stale samples beyond the window).
    */
-  logprobAbsDiff: number;
+  mismatch: number | null;
+  /** Response tokens `mismatch` covers. */
+  mismatchTokens: number;
+  /**
+   * The policy lag: mean |trainer logprob − rollout logprob| over stale samples' tokens (drawn by
+   * an older version) under the current weights: how far the policy moved since they were drawn
+   * (what TIS corrects for), plus the mismatch. null: no stale sample.
+   */
+  policyLag: number | null;
+  /** Response tokens `policyLag` covers. */
+  policyLagTokens: number;
+  /** Mean version gap (current − drawing version) over those tokens; null with `policyLag`. */
+  policyLagVersions: number | null;
   /** With `tis`: the mean truncated importance weight over this shard's response tokens. */
   tisWeight?: number;
   /** With `tis`: the share of response tokens whose weight was truncated at the cap. */
@@ -226,6 +257,12 @@ interface Batch {
   refLogprobs: number[][];
   /** Rows whose sample brought no refLogprobs: the trainer scores them under its reference. */
   refMissing: number[];
+  /**
+   * Versions between the weights that drew each response token's sample and the step's (0:
+   * fresh), −1 where unknown (a teacher's reply, a version newer than the trainer's) and off the
+   * response: laid out as the mask.
+   */
+  lag: number[][];
   /**
    * 1 / temperature of each sample (of each compact column, with `rows`); undefined when every
    * sample is at temperature 1.
@@ -269,12 +306,20 @@ export class PolicyTrainer {
    * it (its directory's weights; under LoRA the adapters as initialised, B = 0: the base model):
    * in host memory for a host update, on the device for a device one.
    */
-  private readonly reference?: Map<string, Float32Array> | Map<string, tf.Tensor>;
+  private readonly reference?: TrainableValues;
+  /** Earlier versions' trainable values by version, for `mismatch` on stale samples (`lagWindow`). */
+  private readonly drawnWeights = new Map<number, TrainableValues>();
 
   constructor(
     readonly decoder: TfjsDecoder,
     private readonly options: PolicyTrainerOptions,
   ) {
+    const window = options.lagWindow ?? 0;
+    if (!(Number.isInteger(window) && window >= 0)) {
+      throw new ConfigError(`lagWindow must be a whole number ≥ 0, got ${window}`, {
+        fields: { field: 'lagWindow' },
+      });
+    }
     if (options.tis !== undefined && !(options.tis.cap > 1)) {
       throw new ConfigError(`tis.cap must be a number > 1, got ${options.tis.cap}`, {
         fields: { field: 'tis.cap' },
@@ -324,10 +369,20 @@ export class PolicyTrainer {
     this.update.resetMoments();
   }
 
+  /**
+   * Drops the earlier versions' weights kept for `mismatch`: after the weights were replaced
+   * (a checkpoint restored), a version number may name other weights than the ones kept.
+   */
+  forgetDrawnWeights(): void {
+    for (const values of this.drawnWeights.values()) disposeValues(values);
+    this.drawnWeights.clear();
+  }
+
   /** Frees what the trainer holds on the backend (AdamW's moments, a device reference policy). */
   dispose(): void {
     this.update.dispose();
-    if (this.reference) for (const t of this.reference.values()) if (t instanceof tf.Tensor) t.dispose();
+    if (this.reference) disposeValues(this.reference);
+    this.forgetDrawnWeights();
   }
 
   /** Response tokens of a batch (what a driver sums over shards for `globalTokens`). */
@@ -346,7 +401,8 @@ export class PolicyTrainer {
       kl: 0,
       entropy: 0,
       clipped: 0,
-      diff: 0,
+      fresh: 0,
+      stale: 0,
       tis: 0,
       truncated: 0,
       tokens: 0,
@@ -355,12 +411,14 @@ export class PolicyTrainer {
       distilled: false,
     };
     const { passes, checkpoint } = this.passes(samples);
+    const version = this.update.stepsTaken;
     const batches = passes.map((indices, pass) => ({
       pass,
       batch: {
         ...this.layout(
           indices.map((i) => samples[i]),
           method,
+          version,
         ),
         checkpoint,
       },
@@ -368,6 +426,16 @@ export class PolicyTrainer {
     if (method === 'rl' && this.reference && batches.some(({ batch }) => batch.refMissing.length > 0)) {
       await this.scoreReference(batches.map(({ batch }) => batch));
     }
+    const drift = driftCounts(batches.map(({ batch }) => batch));
+    // Stale samples under the weights that drew them (before this step keeps its own).
+    const drawn =
+      method === 'rl'
+        ? await this.scoreDrawnWeights(
+            batches.map(({ batch }) => batch),
+            version,
+          )
+        : undefined;
+    if (method === 'rl') this.keepDrawnWeights(version);
     this.update.reset();
     for (const { pass, batch } of batches) {
       const seed = ((this.options.seed ?? 0) * 100_003 + this.update.stepsTaken) * 1_000 + pass;
@@ -381,7 +449,8 @@ export class PolicyTrainer {
       totals.kl += part.klSum;
       totals.entropy += part.entropySum;
       totals.clipped += part.clipFraction * part.tokens;
-      totals.diff += part.diffSum;
+      totals.fresh += part.freshDiffSum;
+      totals.stale += part.staleDiffSum;
       totals.tis += part.tisSum;
       totals.truncated += part.truncatedSum;
       totals.tokens += part.tokens;
@@ -414,7 +483,7 @@ export class PolicyTrainer {
       tokens: totals.tokens,
       passes: batches.length,
       gradientCheckpointing: checkpoint,
-      logprobAbsDiff: totals.diff / totals.tokens,
+      ...driftMetrics(method, totals, drift, drawn),
       ...(this.tisOn(method)
         ? { tisWeight: totals.tis / totals.tokens, tisTruncated: totals.truncated / totals.tokens }
         : {}),
@@ -530,15 +599,7 @@ export class PolicyTrainer {
    * update (two writes of them per step), on the device for a device one).
    */
   private async scoreReference(batches: Batch[]): Promise<void> {
-    const reference = this.reference!;
-    const onDevice = this.updatesOn === 'device';
-    const current = onDevice ? this.decoder.snapshotTrainable() : this.decoder.readTrainable();
-    const put = (values: typeof reference) =>
-      onDevice
-        ? this.decoder.assignTrainableTensors(values as Map<string, tf.Tensor>)
-        : this.decoder.assignTrainable(values as Map<string, Float32Array>);
-    put(reference);
-    try {
+    await this.withTrainable(this.reference!, async () => {
       for (const batch of batches) {
         if (batch.refMissing.length === 0) continue;
         const scored = await this.proximalLogprobs(batch);
@@ -550,10 +611,76 @@ export class PolicyTrainer {
           for (const b of batch.refMissing) batch.refLogprobs[b] = scored[b];
         }
       }
+    });
+  }
+
+  /** The trainable values now: host copies for a host update, device clones for a device one. */
+  private snapshotTrainable(): TrainableValues {
+    return this.updatesOn === 'device' ? this.decoder.snapshotTrainable() : this.decoder.readTrainable();
+  }
+
+  /** Runs `fn` with `values` swapped in for the trainable weights, and puts them back after. */
+  private async withTrainable<T>(values: TrainableValues, fn: () => Promise<T>): Promise<T> {
+    const put = (v: TrainableValues) =>
+      this.updatesOn === 'device'
+        ? this.decoder.assignTrainableTensors(v as Map<string, tf.Tensor>)
+        : this.decoder.assignTrainable(v as Map<string, Float32Array>);
+    const current = this.snapshotTrainable();
+    put(values);
+    try {
+      return await fn();
     } finally {
       put(current);
-      for (const t of current.values()) if (t instanceof tf.Tensor) t.dispose();
+      disposeValues(current);
     }
+  }
+
+  /**
+   * Keeps the weights this step starts from (version `version`) for the next `lagWindow` steps'
+   * stale samples, and lets go of versions no sample can come from any more.
+   */
+  private keepDrawnWeights(version: number): void {
+    const window = this.options.lagWindow ?? 0;
+    if (window === 0) return;
+    for (const [v, values] of this.drawnWeights) {
+      if (v < version - window + 1 || v > version) {
+        disposeValues(values);
+        this.drawnWeights.delete(v);
+      }
+    }
+    if (!this.drawnWeights.has(version)) this.drawnWeights.set(version, this.snapshotTrainable());
+  }
+
+  /**
+   * `mismatch` on stale samples: each kept earlier version's weights swapped in once, the
+   * micro-batches holding tokens it drew scored without gradient, |that − rollout| summed over
+   * those tokens. One forward pass per such micro-batch and version (as TIS's proximal pass).
+   */
+  private async scoreDrawnWeights(
+    batches: Batch[],
+    version: number,
+  ): Promise<{ sum: number; tokens: number }> {
+    let sum = 0;
+    let tokens = 0;
+    for (const [v, values] of this.drawnWeights) {
+      const lag = version - v;
+      if (lag <= 0) continue;
+      const holding = batches.filter((b) => b.lag.some((row) => row.includes(lag)));
+      if (holding.length === 0) continue;
+      await this.withTrainable(values, async () => {
+        for (const batch of holding) {
+          const scored = await this.proximalLogprobs(batch);
+          batch.lag.forEach((row, i) => {
+            row.forEach((l, j) => {
+              if (l !== lag || batch.mask[i][j] === 0) return;
+              sum += Math.abs(scored[i][j] - batch.oldLogprobs[i][j]);
+              tokens++;
+            });
+          });
+        }
+      });
+    }
+    return { sum, tokens };
   }
 
   /**
@@ -588,7 +715,8 @@ export class PolicyTrainer {
           parts.klSum,
           parts.entropySum,
           parts.clipFraction,
-          parts.diffSum,
+          parts.freshDiffSum,
+          parts.staleDiffSum,
           parts.tisSum,
           parts.truncatedSum,
           distill?.sum ?? tf.scalar(0),
@@ -606,7 +734,18 @@ export class PolicyTrainer {
     } finally {
       stats!.dispose();
     }
-    const [loss, pgSum, klSum, entropySum, clipFraction, diffSum, tisSum, truncatedSum, distillSum] = numbers;
+    const [
+      loss,
+      pgSum,
+      klSum,
+      entropySum,
+      clipFraction,
+      freshDiffSum,
+      staleDiffSum,
+      tisSum,
+      truncatedSum,
+      distillSum,
+    ] = numbers;
     return {
       grads: byName,
       loss,
@@ -614,7 +753,8 @@ export class PolicyTrainer {
       klSum,
       entropySum,
       clipFraction,
-      diffSum,
+      freshDiffSum,
+      staleDiffSum,
       tisSum,
       truncatedSum,
       distillSum,
@@ -653,13 +793,24 @@ export class PolicyTrainer {
     const entropySum = sum(tokenEntropy(logits));
     const entropyCoef = this.options.entropyCoef ?? 0;
     const zero = tf.scalar(0);
-    const none = { klSum: zero, clipFraction: zero, diffSum: zero, tisSum: zero, truncatedSum: zero };
+    const none = {
+      klSum: zero,
+      clipFraction: zero,
+      freshDiffSum: zero,
+      staleDiffSum: zero,
+      tisSum: zero,
+      truncatedSum: zero,
+    };
     if (method === 'sft') {
       const total = sum(tf.neg(logprobs));
       return { ...none, total, pgSum: total, entropySum };
     }
     const rollout = tf.tensor2d(batch.oldLogprobs);
-    const diffSum = tf.sum(tf.mul(tf.abs(tf.sub(logprobs, rollout)), mask)) as tf.Scalar;
+    // The drift, split by whether the weights that drew a token are the ones scoring it.
+    const absDiff = tf.abs(tf.sub(logprobs, rollout));
+    const lag = tf.tensor2d(batch.lag);
+    const freshDiffSum = sum(tf.mul(absDiff, tf.cast(tf.equal(lag, 0), 'float32')));
+    const staleDiffSum = sum(tf.mul(absDiff, tf.cast(tf.greater(lag, 0), 'float32')));
     // TIS: PPO against the proximal policy, each token weighted by its truncated importance weight.
     const tis = this.tisOn(method) ? this.tisWeights(batch, rollout, mask) : undefined;
     if (this.options.customLoss) {
@@ -676,7 +827,7 @@ export class PolicyTrainer {
       if (!(total instanceof tf.Tensor) || total.rank !== 0) {
         throw new ConfigError('the custom loss must return a scalar tensor (the summed token loss)');
       }
-      return { ...none, ...tis?.sums, total, pgSum: total, entropySum, diffSum };
+      return { ...none, ...tis?.sums, total, pgSum: total, entropySum, freshDiffSum, staleDiffSum };
     }
     const [clipLow, clipHigh] = this.options.clip ?? [0.2, 0.28];
     const ppo = ppoClipLoss({
@@ -703,7 +854,8 @@ export class PolicyTrainer {
       klSum,
       entropySum,
       clipFraction: ppo.clipFraction,
-      diffSum,
+      freshDiffSum,
+      staleDiffSum,
       tisSum: tis?.sums.tisSum ?? zero,
       truncatedSum: tis?.sums.truncatedSum ?? zero,
     };
@@ -720,7 +872,7 @@ export class PolicyTrainer {
   }
 
   /** Right-pads the samples into [batch, len − 1] grids: position t predicts token t + 1. */
-  private layout(samples: TrainSample[], method: 'rl' | 'sft'): Batch {
+  private layout(samples: TrainSample[], method: 'rl' | 'sft', version: number): Batch {
     const width = Math.max(...samples.map((s) => s.tokenIds.length)) - 1;
     const grid = () => samples.map(() => new Array<number>(width).fill(0));
     const batch: Batch = {
@@ -733,6 +885,7 @@ export class PolicyTrainer {
       advantages: grid(),
       refLogprobs: grid(),
       refMissing: [],
+      lag: samples.map(() => new Array<number>(width).fill(-1)),
       tokens: 0,
     };
     const temperatures = samples.map((s, b) => {
@@ -771,6 +924,17 @@ export class PolicyTrainer {
         }
         if (s.refLogprobs === undefined && this.reference) batch.refMissing.push(b);
       }
+      const drawnBy = s.weightVersion === undefined ? version : s.weightVersion;
+      if (drawnBy !== null && !(Number.isInteger(drawnBy) && drawnBy >= 0)) {
+        throw new ConfigError(
+          `sample ${b}: weightVersion must be a whole number ≥ 0 or null, got ${drawnBy}`,
+          {
+            fields: { sample: b, weightVersion: drawnBy },
+          },
+        );
+      }
+      // A version newer than the trainer's (weights since restored to an earlier step): unknown.
+      const lag = drawnBy === null || drawnBy > version || method === 'sft' ? -1 : version - drawnBy;
       for (let t = 0; t + 1 < s.tokenIds.length; t++) batch.targets[b][t] = s.tokenIds[t + 1];
       for (let k = 0; k < responseLength; k++) {
         const t = s.responseStart - 1 + k;
@@ -778,6 +942,7 @@ export class PolicyTrainer {
         batch.oldLogprobs[b][t] = s.oldLogprobs?.[k] ?? 0;
         batch.advantages[b][t] = Array.isArray(s.advantages) ? s.advantages[k] : (s.advantages ?? 0);
         batch.refLogprobs[b][t] = s.refLogprobs?.[k] ?? 0;
+        batch.lag[b][t] = lag;
       }
       batch.tokens += responseLength;
     });
@@ -811,6 +976,7 @@ function compact(batch: Batch): Batch {
     oldLogprobs: pick(batch.oldLogprobs),
     advantages: pick(batch.advantages),
     refLogprobs: pick(batch.refLogprobs),
+    lag: pick(batch.lag),
     ...(batch.inverseTemperature
       ? { inverseTemperature: rowSample.map((b) => batch.inverseTemperature![b]) }
       : {}),
@@ -877,4 +1043,55 @@ function distillGrid(samples: TrainSample[], width: number): DistillGrid | undef
     grid.tokens += responseLength;
   });
   return grid;
+}
+
+/** Trainable values by name: host copies (a host update) or device tensors (a device one). */
+type TrainableValues = Map<string, Float32Array> | Map<string, tf.Tensor>;
+
+function disposeValues(values: TrainableValues): void {
+  for (const t of values.values()) if (t instanceof tf.Tensor) t.dispose();
+}
+
+/** The step's response tokens by drift class: fresh, and stale with their summed version gap. */
+function driftCounts(batches: Batch[]): { fresh: number; stale: number; staleVersions: number } {
+  const out = { fresh: 0, stale: 0, staleVersions: 0 };
+  for (const batch of batches) {
+    batch.lag.forEach((row, i) => {
+      row.forEach((l, j) => {
+        if (batch.mask[i][j] === 0) return;
+        if (l === 0) out.fresh++;
+        else if (l > 0) {
+          out.stale++;
+          out.staleVersions += l;
+        }
+      });
+    });
+  }
+  return out;
+}
+
+/** `mismatch` and `policyLag` of a step (StepMetrics) from its sums and token counts. */
+function driftMetrics(
+  method: 'rl' | 'sft',
+  totals: { fresh: number; stale: number },
+  counts: { fresh: number; stale: number; staleVersions: number },
+  drawn: { sum: number; tokens: number } | undefined,
+): Pick<StepMetrics, 'mismatch' | 'mismatchTokens' | 'policyLag' | 'policyLagTokens' | 'policyLagVersions'> {
+  if (method === 'sft') {
+    return {
+      mismatch: null,
+      mismatchTokens: 0,
+      policyLag: null,
+      policyLagTokens: 0,
+      policyLagVersions: null,
+    };
+  }
+  const mismatchTokens = counts.fresh + (drawn?.tokens ?? 0);
+  return {
+    mismatch: mismatchTokens > 0 ? (totals.fresh + (drawn?.sum ?? 0)) / mismatchTokens : null,
+    mismatchTokens,
+    policyLag: counts.stale > 0 ? totals.stale / counts.stale : null,
+    policyLagTokens: counts.stale,
+    policyLagVersions: counts.stale > 0 ? counts.staleVersions / counts.stale : null,
+  };
 }

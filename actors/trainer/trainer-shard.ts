@@ -115,9 +115,13 @@ function shardMetrics() {
       'clawray_trainer_gradient_checkpointing',
       'Whether the last step ran with gradient checkpointing (1) or not (0): train.gradientCheckpointing',
     ),
-    logprobDiff: gauge(
-      'clawray_trainer_logprob_diff',
-      'Mean |trainer − rollout logprob| of the same tokens, at the sampling temperature, in the last step (target ≤ 1e-3)',
+    mismatch: gauge(
+      'clawray_trainer_mismatch',
+      'Train–inference mismatch of the last step: mean |trainer − rollout logprob| of tokens scored with the weights that drew them, at the sampling temperature (goal ≤ 1e-3)',
+    ),
+    policyLag: gauge(
+      'clawray_trainer_policy_lag',
+      'Policy lag of the last step: mean |trainer − rollout logprob| of stale samples’ tokens under the current weights (async training)',
     ),
     tisWeight: gauge(
       'clawray_trainer_tis_weight',
@@ -259,7 +263,8 @@ export class TrainerShard extends CollectiveMember {
       m.lr.set(metrics.lr);
       m.passes.set(metrics.passes);
       m.checkpointing.set(metrics.gradientCheckpointing ? 1 : 0);
-      m.logprobDiff.set(metrics.logprobAbsDiff);
+      if (metrics.mismatch !== null) m.mismatch.set(metrics.mismatch);
+      if (metrics.policyLag !== null) m.policyLag.set(metrics.policyLag);
       if (metrics.tisWeight !== undefined) m.tisWeight.set(metrics.tisWeight);
     }
     const every = this.options.checkpointEvery ?? 0;
@@ -332,6 +337,7 @@ export class TrainerShard extends CollectiveMember {
     if (!checkpoints) throw new Error('this shard was created without checkpointDir');
     const loaded = checkpoints.load(step);
     trainer.decoder.assignTrainable(loaded.weights);
+    trainer.forgetDrawnWeights();
     if (loaded.optimizerState) trainer.loadOptimizerState(loaded.optimizerState);
     return loaded.step;
   }

@@ -148,6 +148,8 @@ export async function createActorSet(
               gradientCheckpointing: t.gradientCheckpointing,
               distillDirection: t.distillDirection,
               tis: t.tis,
+              // Async: the weights of the versions a stale sample may come from, for `mismatch`.
+              lagWindow: t.async ? t.maxStaleness : 0,
               seed: t.seed,
               lora: t.lora,
               backend: t.backend,

@@ -281,6 +281,7 @@ export function buildSamples(
             oldLogprobs: r.logprobs,
             advantages,
             temperature,
+            weightVersion: r.weightVersion,
             ...(ownTopK ? { teacherTopK: ownTopK, distillWeight } : {}),
           });
         }
@@ -293,6 +294,8 @@ export function buildSamples(
             oldLogprobs: reply.logprobs,
             advantages: 0,
             temperature,
+            // Scored by the engines after the turn, not drawn by the policy: in neither drift metric.
+            weightVersion: null,
             teacherTopK: reply.teacherTopK,
             distillWeight,
           });

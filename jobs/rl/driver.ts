@@ -120,10 +120,19 @@ export interface RLJobSummary {
   /** What each rollout engine and trainer shard computed on (see ActorSet.runtime). */
   runtime: { rollout: string[]; trainer: string[] };
   /**
-   * Mean over this run's RL steps of each step's mean |trainer − rollout logprob| (both at the
-   * sampling temperature; goal ≤ 1e-3); null when no RL step trained a sample.
+   * The train–inference mismatch: mean over this run's RL steps of each step's mean |trainer −
+   * rollout logprob| on tokens the trainer scored with the weights that drew them (both at the
+   * sampling temperature; goal ≤ 1e-3); null when no step scored such a token.
    */
-  logprobAbsDiff: number | null;
+  mismatch: number | null;
+  /**
+   * The policy lag: mean over this run's RL steps with stale samples of their mean |trainer −
+   * rollout logprob| under the newer weights (how far the policy moved since they were drawn);
+   * null when no sample was stale (synchronous training).
+   */
+  policyLag: number | null;
+  /** The mean version gap of those stale samples' tokens; null with `policyLag`. */
+  policyLagVersions: number | null;
   /**
    * opd/combine: whose logprobs taught, and how many turns they scored (turns with a hint; with
    * hintSelect topk-overlap each candidate hint of a turn counts once).
@@ -179,8 +188,8 @@ export class RLDriver {
   private startedAt = performance.now();
   private rlStartedAt = 0;
   private samplesTrained = 0;
-  /** Each RL step's logprobAbsDiff in this run (for the summary's mean). */
-  private readonly drift: number[] = [];
+  /** Each RL step's mismatch, policy lag and its version gap in this run (for the summary's means). */
+  private readonly drift = { mismatch: [] as number[], policyLag: [] as number[], versions: [] as number[] };
   private trainerWaitMs = 0;
   private gate?: StalenessGate;
   private rolloutSlots = 1;
@@ -520,8 +529,9 @@ export class RLDriver {
         trainers: this.parts?.trainers.recoveries ?? 0,
       },
       runtime: this.parts?.runtime ?? { rollout: [], trainer: [] },
-      logprobAbsDiff:
-        this.drift.length > 0 ? this.drift.reduce((a, b) => a + b, 0) / this.drift.length : null,
+      mismatch: meanOrNull(this.drift.mismatch),
+      policyLag: meanOrNull(this.drift.policyLag),
+      policyLagVersions: meanOrNull(this.drift.versions),
       ...(spec.method === 'opd' || spec.method === 'combine'
         ? { teacher: { kind: spec.judge.teacher, turns: this.teacherTurns } }
         : {}),
@@ -872,9 +882,14 @@ export class RLDriver {
     };
     this.history.push(record);
     this.recordMetrics(record);
-    if (r.logprobAbsDiff !== null && Number.isFinite(r.logprobAbsDiff)) {
-      this.drift.push(r.logprobAbsDiff);
-      this.metrics.logprobAbsDiff.set({ job: this.job }, r.logprobAbsDiff);
+    if (r.mismatch !== null && Number.isFinite(r.mismatch)) {
+      this.drift.mismatch.push(r.mismatch);
+      this.metrics.mismatch.set({ job: this.job }, r.mismatch);
+    }
+    if (r.policyLag !== null && Number.isFinite(r.policyLag)) {
+      this.drift.policyLag.push(r.policyLag);
+      this.drift.versions.push(r.policyLagVersions ?? 0);
+      this.metrics.policyLag.set({ job: this.job }, r.policyLag);
     }
     if (r.tisWeight !== undefined) this.metrics.tisWeight.set({ job: this.job }, r.tisWeight);
     if (r.distillLoss !== undefined) this.metrics.distillKl.set({ job: this.job }, r.distillLoss);
@@ -886,7 +901,7 @@ export class RLDriver {
       await this.maybeCheckpoint(trainers, ledger);
       return;
     }
-    const drift = r.logprobAbsDiff === null ? '' : `, logprob drift ${r.logprobAbsDiff.toExponential(2)}`;
+    const drift = `${r.mismatch === null ? '' : `, mismatch ${r.mismatch.toExponential(2)}`}${r.policyLag === null ? '' : `, policy lag ${r.policyLag.toExponential(2)} (${(r.policyLagVersions ?? 0).toFixed(2)} versions)`}`;
     const tis = r.tisWeight === undefined ? '' : `, tis weight ${r.tisWeight.toFixed(3)}`;
     const distill = r.distillLoss === undefined ? '' : `, distill KL ${r.distillLoss.toFixed(4)}`;
     o.log(
@@ -1155,4 +1170,9 @@ function tally(names: readonly string[]): string {
   const counts = new Map<string, number>();
   for (const n of names) counts.set(n, (counts.get(n) ?? 0) + 1);
   return [...counts].map(([n, c]) => (c > 1 ? `${n} ×${c}` : n)).join(', ') || 'none';
+}
+
+/** The mean of a run's per-step figures; null when no step had one. */
+function meanOrNull(values: readonly number[]): number | null {
+  return values.length > 0 ? values.reduce((a, b) => a + b, 0) / values.length : null;
 }

@@ -3,6 +3,7 @@
  * that counts versions. The buffers in those tests are the real in-memory implementation.
  */
 import type { TrajectoryRecord } from '../buffer/types.js';
+import type { GroupStepResult } from './trainer-group.js';
 
 /** One group of `size` single-turn episodes with the given rewards, as judged records. */
 export function judgedGroup(
@@ -47,12 +48,13 @@ export class FakeTrainer {
     private readonly nonFiniteOn?: (step: number) => boolean,
   ) {}
 
-  async step(samples: unknown[]): Promise<{ skipped: boolean; loss: number; logprobAbsDiff: number }> {
+  async step(samples: unknown[]): Promise<GroupStepResult> {
     const err = this.failOn?.(this.version + 1);
     if (err) throw err;
     this.batches.push(samples.length);
-    if (this.nonFiniteOn?.(this.version + 1)) return { skipped: true, loss: Number.NaN, logprobAbsDiff: 0 };
+    const drift = { mismatch: 0, policyLag: null, policyLagVersions: null };
+    if (this.nonFiniteOn?.(this.version + 1)) return { skipped: true, loss: Number.NaN, ...drift };
     this.version++;
-    return { skipped: false, loss: 0.5, logprobAbsDiff: 0 };
+    return { skipped: false, loss: 0.5, ...drift };
   }
 }

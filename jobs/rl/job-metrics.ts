@@ -47,7 +47,8 @@ export class JobMetrics {
   readonly reward: Gauge<'job'>;
   readonly success: Gauge<'job' | 'split'>;
   readonly staleness: Gauge<'job'>;
-  readonly logprobAbsDiff: Gauge<'job'>;
+  readonly mismatch: Gauge<'job'>;
+  readonly policyLag: Gauge<'job'>;
   readonly tisWeight: Gauge<'job'>;
   readonly distillKl: Gauge<'job'>;
   readonly trainerIdle: Gauge<'job'>;
@@ -82,9 +83,14 @@ export class JobMetrics {
       "Mean policy-version lag of the last batch's samples behind the policy they trained",
       ['job'],
     );
-    this.logprobAbsDiff = gauge(
-      'clawray_job_logprob_abs_diff',
-      "Mean |trainer − rollout logprob| over the last step's response tokens, both at the sampling temperature (goal ≤ 1e-3)",
+    this.mismatch = gauge(
+      'clawray_job_mismatch',
+      'Train–inference mismatch of the last step: mean |trainer − rollout logprob| of tokens scored with the weights that drew them, both at the sampling temperature (goal ≤ 1e-3)',
+      ['job'],
+    );
+    this.policyLag = gauge(
+      'clawray_job_policy_lag',
+      "Policy lag of the last step: mean |trainer − rollout logprob| of its stale samples' tokens under the newer weights (train.async)",
       ['job'],
     );
     this.tisWeight = gauge(

@@ -39,10 +39,14 @@ export interface TrainStepRecord extends BatchStats {
   /** Groups dropped because they were too stale. */
   staleGroups: number;
   /**
-   * Mean |trainer − rollout logprob| over the step's response tokens, both at the sampling
-   * temperature; null when the step trained nothing (no sample had a learning signal).
+   * The train–inference mismatch: mean |trainer − rollout logprob| over the step's tokens scored
+   * with the weights that drew them, both at the sampling temperature (GroupStepResult); null
+   * when the step trained nothing or scored no such token.
    */
-  logprobAbsDiff: number | null;
+  mismatch: number | null;
+  /** The policy lag over the step's stale samples and their mean version gap; null: none. */
+  policyLag: number | null;
+  policyLagVersions: number | null;
   /** With train.tis: the step's mean truncated importance weight (absent when nothing trained). */
   tisWeight?: number;
   /** With top-K distillation: the step's mean top-K reverse KL over its distilled tokens. */
@@ -185,7 +189,9 @@ export async function runTrainLoop(o: TrainLoopOptions): Promise<number> {
       loss: result?.loss ?? 0,
       seconds: (now() - started) / 1000,
       staleGroups: stale.length,
-      logprobAbsDiff: result?.logprobAbsDiff ?? null,
+      mismatch: result?.mismatch ?? null,
+      policyLag: result?.policyLag ?? null,
+      policyLagVersions: result?.policyLagVersions ?? null,
       ...(result?.tisWeight !== undefined ? { tisWeight: result.tisWeight } : {}),
       ...(result?.distillLoss !== undefined ? { distillLoss: result.distillLoss } : {}),
       greedy: batch.use.greedy.length,

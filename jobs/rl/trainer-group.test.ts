@@ -44,12 +44,21 @@ class FakeShard {
         const batch = args[0] as TrainSample[];
         this.weights += batch.length;
         if (this.dieInStep === 'after') return this.crash();
-        // Each shard's drift is its first sample's last token id / 1000, over its tokens.
+        // Each shard's mismatch is its first sample's last token id / 1000, over its tokens; a
+        // shard whose first sample names a weight version reports it stale by two versions,
+        // its policy lag ten times its mismatch.
+        const tokens = PolicyTrainer.countTokens(batch);
+        const x = batch[0].tokenIds.at(-1)! / 1000;
+        const stale = typeof batch[0].weightVersion === 'number';
         return {
           step: this.step,
           loss: 1,
-          tokens: PolicyTrainer.countTokens(batch),
-          logprobAbsDiff: batch[0].tokenIds.at(-1)! / 1000,
+          tokens,
+          mismatch: x,
+          mismatchTokens: tokens,
+          policyLag: stale ? 10 * x : null,
+          policyLagTokens: stale ? tokens : 0,
+          policyLagVersions: stale ? 2 : null,
           ...(batch[0].temperature === 0.5 ? { tisWeight: batch[0].tokenIds.at(-1)! } : {}),
         };
       }
@@ -148,7 +157,7 @@ describe('TrainerGroup', () => {
     expect(g.version).toBe(1);
   });
 
-  it("reports the batch's drift and TIS weight as token-weighted means over the ranks that trained", async () => {
+  it("reports the batch's mismatch, policy lag and TIS weight as token-weighted means over the ranks that trained", async () => {
     const world = new World();
     const g = group(world, 3);
     // Two samples on three ranks: the third joins the all-reduce with a filler and is left out.
@@ -157,11 +166,18 @@ describe('TrainerGroup', () => {
     const r = await g.step([long, short], { method: 'rl' });
     expect(r.loss).toBe(3);
     // (4 tokens · 0.002 + 2 tokens · 0.004) / 6 tokens; weights (4 · 2 + 2 · 4) / 6.
-    expect(r.logprobAbsDiff).toBeCloseTo(0.016 / 6, 12);
+    expect(r.mismatch).toBeCloseTo(0.016 / 6, 12);
+    expect(r.policyLag).toBeNull();
+    expect(r.policyLagVersions).toBeNull();
     expect(r.tisWeight).toBeCloseTo(16 / 6, 12);
     const plain = await g.step([sample(5)], { method: 'rl' });
-    expect(plain.logprobAbsDiff).toBeCloseTo(0.005, 12);
+    expect(plain.mismatch).toBeCloseTo(0.005, 12);
     expect(plain.tisWeight).toBeUndefined();
+    // Only the long sample is stale: the lag covers its 4 tokens, the mismatch all 6.
+    const mixed = await g.step([{ ...long, weightVersion: 0 }, short], { method: 'rl' });
+    expect(mixed.mismatch).toBeCloseTo(0.016 / 6, 12);
+    expect(mixed.policyLag).toBeCloseTo(0.02, 12);
+    expect(mixed.policyLagVersions).toBe(2);
   });
 
   it('passes on a failure that is not a lost peer', async () => {

@@ -52,10 +52,15 @@ export interface GroupStepResult {
   /** The summed loss of the shards (each normalised by the global token count). */
   loss: number;
   /**
-   * Mean |trainer − rollout logprob| over the batch's response tokens (shards weighted by
-   * their tokens; a rank that only joined the all-reduce with a filler sample is left out).
+   * The train–inference mismatch over the batch (StepMetrics.mismatch, shards weighted by the
+   * tokens it covers; a rank that only joined the all-reduce with a filler sample is left out);
+   * null when no token was scored with the weights that drew it.
    */
-  logprobAbsDiff: number;
+  mismatch: number | null;
+  /** The policy lag over the batch's stale tokens (StepMetrics.policyLag); null: none stale. */
+  policyLag: number | null;
+  /** Their mean version gap; null with `policyLag`. */
+  policyLagVersions: number | null;
   /** With train.tis: the mean truncated importance weight over the batch's response tokens. */
   tisWeight?: number;
   /** With top-K distillation: the mean top-K reverse KL over the batch's distilled tokens. */
@@ -73,10 +78,41 @@ function combine(results: StepMetrics[], trained: boolean[]): GroupStepResult {
   return {
     skipped: results.some((r) => r.skipped),
     loss,
-    logprobAbsDiff: mean((r) => r.logprobAbsDiff),
+    mismatch: weighted(
+      real,
+      (r) => r.mismatch,
+      (r) => r.mismatchTokens,
+    ),
+    policyLag: weighted(
+      real,
+      (r) => r.policyLag,
+      (r) => r.policyLagTokens,
+    ),
+    policyLagVersions: weighted(
+      real,
+      (r) => r.policyLagVersions,
+      (r) => r.policyLagTokens,
+    ),
     ...(real[0]?.tisWeight !== undefined ? { tisWeight: mean((r) => r.tisWeight ?? 0) } : {}),
     ...distillOf(real),
   };
+}
+
+/** The mean of a per-shard figure weighted by the tokens it covers; null when it covers none. */
+function weighted(
+  results: StepMetrics[],
+  of: (r: StepMetrics) => number | null,
+  tokensOf: (r: StepMetrics) => number,
+): number | null {
+  let sum = 0;
+  let tokens = 0;
+  for (const r of results) {
+    const value = of(r);
+    if (value === null || tokensOf(r) === 0) continue;
+    sum += value * tokensOf(r);
+    tokens += tokensOf(r);
+  }
+  return tokens > 0 ? sum / tokens : null;
 }
 
 /** The distilled-token-weighted mean of the shards' top-K KL, when any shard distilled. */
@@ -120,7 +156,15 @@ export class TrainerGroup {
             'trainStep',
             parts[i].length > 0
               ? parts[i]
-              : [{ ...filler, advantages: 0, oldLogprobs: filler.oldLogprobs ?? [], teacherTopK: undefined }],
+              : [
+                  {
+                    ...filler,
+                    advantages: 0,
+                    oldLogprobs: filler.oldLogprobs ?? [],
+                    teacherTopK: undefined,
+                    weightVersion: null,
+                  },
+                ],
             { globalTokens, ...options },
           ),
         ),
