@@ -22,11 +22,8 @@ import { join } from 'node:path';
 import { EXECUTION_PROVIDERS, type ExecutionProvider } from '../actors/models/execution-provider.js';
 import { dims, modelConfigSchema, PRESETS } from '../actors/models/model-config.js';
 import { initRandomModel } from '../actors/models/model-init.js';
-import {
-  DECODER_ATTENTIONS,
-  type DecoderAttention,
-  exportDecoderExternal,
-} from '../actors/models/onnx-export.js';
+import { exportDecoderExternal } from '../actors/models/onnx-export.js';
+import { DECODER_ATTENTIONS, type DecoderAttention } from '../actors/models/onnx-graph.js';
 import { SAFETENSORS_FILE, writeSafetensors } from '../actors/models/safetensors.js';
 import { weightSpecs } from '../actors/models/weight-names.js';
 import { KvSlots } from '../actors/rollout/kv-batch.js';

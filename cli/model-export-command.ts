@@ -8,12 +8,8 @@
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { loadModelDir } from '../actors/models/model-dir.js';
-import {
-  ONNX_DIR,
-  WEIGHT_DTYPES,
-  type WeightDtype,
-  writeExternalOnnx,
-} from '../actors/models/onnx-export.js';
+import { ONNX_DIR, writeExternalOnnx } from '../actors/models/onnx-export.js';
+import { WEIGHT_DTYPES, type WeightDtype } from '../actors/models/onnx-graph.js';
 import { DecoderWeights } from '../actors/rollout/decoder-weights.js';
 import { choice } from './cli-parse.js';
 

@@ -8,7 +8,7 @@ import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { Registry } from 'prom-client';
 import { CONFIG_FILE } from '../actors/models/model-dir.js';
-import { DECODER_ATTENTIONS, WEIGHT_DTYPES } from '../actors/models/onnx-export.js';
+import { DECODER_ATTENTIONS, WEIGHT_DTYPES } from '../actors/models/onnx-graph.js';
 import { JsonlTurnSink, TurnRecorder } from '../actors/rollout/capture-recorder.js';
 import { createOpenAiServer } from '../actors/rollout/openai-server.js';
 import { DEFAULT_ATTENTION, RolloutModel } from '../actors/rollout/rollout-model.js';

@@ -33,7 +33,7 @@
  * prefill computes one row of logits instead of one per prompt token.
  *
  * Weights are the same Hugging Face tensors as the standard export's, in a layout of this
- * graph's own (external data, see onnx-export.ts), so `DecoderWeights` updates them alike.
+ * graph's own (external data, see onnx-graph.ts), so `DecoderWeights` updates them alike.
  */
 import { ConfigError } from '../../common/errors.js';
 import { dims as dimsOf, type ModelConfig } from './model-config.js';
@@ -47,7 +47,7 @@ import {
   mlp,
   ropeTableData,
   type WeightDtype,
-} from './onnx-export.js';
+} from './onnx-graph.js';
 import { attr, DataType, type OnnxValueInfo, valueInfo } from './onnx-proto.js';
 import { layerPrefix } from './weight-names.js';
 

@@ -31,7 +31,7 @@
  * the new ones. Only opset-17 operators: every ONNX runtime and execution provider loads it;
  * onnxruntime fuses the norms (SimplifiedLayerNormalization) and the scaled, transposed
  * products (FusedMatMul) at load. Weights and RoPE tables are the standard export's, in the
- * same layout (onnx-export.ts), so `DecoderWeights` updates them alike.
+ * same layout (onnx-graph.ts), so `DecoderWeights` updates them alike.
  */
 import { dims as dimsOf, type ModelConfig } from './model-config.js';
 import {
@@ -49,7 +49,7 @@ import {
   qkvHeads,
   ropeInputs,
   type WeightDtype,
-} from './onnx-export.js';
+} from './onnx-graph.js';
 import { attr, DataType, type OnnxValueInfo, valueInfo } from './onnx-proto.js';
 
 export const SLOTS_DIM_NAMES = {

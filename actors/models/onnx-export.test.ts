@@ -12,10 +12,9 @@ import {
   DIM_NAMES,
   decoderIoNames,
   exportDecoderOnnx,
-  MODEL_DATA_FILE,
-  ONNX_OPSET,
   writeDecoderOnnx,
 } from './onnx-export.js';
+import { MODEL_DATA_FILE, ONNX_OPSET } from './onnx-graph.js';
 import { checkDecoderIo, readOnnxIo } from './onnx-inputs.js';
 import { decodeModel, encodeModel, type OnnxModel } from './onnx-proto.js';
 import { disposeKvCache, type KvCache, TfjsDecoder } from './tfjs-decoder.js';

@@ -10,9 +10,9 @@ import {
   entriesBySource,
   exportDecoderExternal,
   exportDecoderOnnx,
-  MODEL_DATA_FILE,
   writeDecoderOnnx,
 } from '../models/onnx-export.js';
+import { MODEL_DATA_FILE } from '../models/onnx-graph.js';
 import type { WeightMap } from '../models/weight-names.js';
 import { DecoderWeights } from './decoder-weights.js';
 import { type GraphWithData, OnnxDecoder } from './onnx-decoder.js';

@@ -22,16 +22,18 @@ import { checkWeights } from '../models/model-dir.js';
 import {
   allocateWeightData,
   buildDecoderGraph,
-  DECODER_ATTENTIONS,
-  type DecoderAttention,
-  type DecoderExportOptions,
   entriesBySource,
   readWeight,
   sourceShape,
-  type WeightEntry,
-  type WeightLayout,
   writeEntry,
 } from '../models/onnx-export.js';
+import {
+  DECODER_ATTENTIONS,
+  type DecoderAttention,
+  type DecoderExportOptions,
+  type WeightEntry,
+  type WeightLayout,
+} from '../models/onnx-graph.js';
 import { encodeModel, type OnnxModel, type OnnxTensor } from '../models/onnx-proto.js';
 import { SafetensorsReader, type SourcedTensor, weightFiles } from '../models/safetensors.js';
 import type { WeightMap } from '../models/weight-names.js';

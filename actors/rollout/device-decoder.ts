@@ -17,8 +17,8 @@
 import * as ort from 'onnxruntime-node';
 import { ConfigError } from '../../common/errors.js';
 import type { ExecutionProvider } from '../models/execution-provider.js';
-import { MODEL_DATA_FILE } from '../models/onnx-export.js';
 import { gqaIoNames } from '../models/onnx-export-gqa.js';
+import { MODEL_DATA_FILE } from '../models/onnx-graph.js';
 import { type KvOp, kvOpsGraph } from './kv-ops-graph.js';
 import type { KvLayout } from './onnx-decoder.js';
 

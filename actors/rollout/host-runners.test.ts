@@ -7,7 +7,8 @@
 import { describe, expect, it } from 'vitest';
 import { dims } from '../models/model-config.js';
 import { randomWeights } from '../models/model-init.js';
-import { type DecoderAttention, exportDecoderExternal, exportDecoderOnnx } from '../models/onnx-export.js';
+import { exportDecoderExternal, exportDecoderOnnx } from '../models/onnx-export.js';
+import type { DecoderAttention } from '../models/onnx-graph.js';
 import type { WeightMap } from '../models/weight-names.js';
 import { InPlaceRunner } from './in-place-runner.js';
 import { type KvLayout, OnnxDecoder } from './onnx-decoder.js';

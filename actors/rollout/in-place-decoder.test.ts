@@ -11,8 +11,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dims, type ModelConfig, modelConfigSchema } from '../models/model-config.js';
 import { Prng } from '../models/model-init.js';
-import { type DecoderAttention, exportDecoderExternal, exportDecoderOnnx } from '../models/onnx-export.js';
+import { exportDecoderExternal, exportDecoderOnnx } from '../models/onnx-export.js';
 import { gqaUnsupported } from '../models/onnx-export-gqa.js';
+import type { DecoderAttention } from '../models/onnx-graph.js';
 import { ROPE_SCALINGS } from '../models/rope-cases.test-support.js';
 import { type WeightMap, weightSpecs } from '../models/weight-names.js';
 import { KvSlots } from './kv-batch.js';

@@ -15,7 +15,7 @@
  * 17; the slot arithmetic (Shape, Gather, Sub, Concat on int64) runs where onnxruntime puts
  * shape computations, on the host.
  */
-import { ONNX_IR_VERSION, ONNX_OPSET } from '../models/onnx-export.js';
+import { ONNX_IR_VERSION, ONNX_OPSET } from '../models/onnx-graph.js';
 import {
   attr,
   DataType,

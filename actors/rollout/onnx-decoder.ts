@@ -10,7 +10,7 @@ import * as ort from 'onnxruntime-node';
 import { ConfigError } from '../../common/errors.js';
 import { cpuCores } from '../models/cpu-cores.js';
 import { type ExecutionProvider, providerAttempts } from '../models/execution-provider.js';
-import { MODEL_DATA_FILE } from '../models/onnx-export.js';
+import { MODEL_DATA_FILE } from '../models/onnx-graph.js';
 
 /**
  * A graph whose weights are ONNX external data held in memory: onnxruntime resolves the

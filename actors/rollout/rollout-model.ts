@@ -17,14 +17,9 @@ import { ConfigError } from '../../common/errors.js';
 import { heldGpuMemoryBytes } from '../../common/gpu-discovery.js';
 import { createLogger, type Logger } from '../../common/logger.js';
 import { loadModelDir, type ModelDir } from '../models/model-dir.js';
-import {
-  DECODER_ATTENTIONS,
-  type DecoderAttention,
-  findOnnxModel,
-  MODEL_FILE,
-  type WeightDtype,
-} from '../models/onnx-export.js';
+import { findOnnxModel, MODEL_FILE } from '../models/onnx-export.js';
 import { gqaUnsupported } from '../models/onnx-export-gqa.js';
+import { DECODER_ATTENTIONS, type DecoderAttention, type WeightDtype } from '../models/onnx-graph.js';
 import { checkDecoderIo, readOnnxIo } from '../models/onnx-inputs.js';
 import { decodeModel } from '../models/onnx-proto.js';
 import type { WeightMap } from '../models/weight-names.js';

@@ -10,7 +10,7 @@
  */
 import { ConfigError } from '../../common/errors.js';
 import { type ExecutionProvider, providerAttempts } from '../models/execution-provider.js';
-import type { DecoderAttention } from '../models/onnx-export.js';
+import type { DecoderAttention } from '../models/onnx-graph.js';
 import { DeviceRunner } from './device-runner.js';
 import {
   type DecoderLoadOptions,

@@ -12,7 +12,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PRM_CONFIG_FILE, PRM_MODEL_FILE } from '../../actors/judge/onnx-prm.js';
-import { ONNX_IR_VERSION, ONNX_OPSET } from '../../actors/models/onnx-export.js';
+import { ONNX_IR_VERSION, ONNX_OPSET } from '../../actors/models/onnx-graph.js';
 import {
   attr,
   DataType,
