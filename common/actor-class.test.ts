@@ -1,6 +1,10 @@
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { checkActorClassName, checkActorModule, InvalidActorClassError } from './actor-class.js';
 import { ConfigError } from './errors.js';
+import { packageRoot } from './package-root.js';
+import { JOB_SUPERVISOR_MODULE, systemModuleUrl } from './system-modules.js';
 
 const refusal = (fn: () => unknown): InvalidActorClassError => {
   try {
@@ -49,9 +53,22 @@ describe('actor modules', () => {
       '@scope/pkg',
       '@scope/pkg/sub/path.js',
       'stats',
+      'clawray:job-supervisor',
     ]) {
       expect(checkActorModule(module)).toBe(module);
     }
+  });
+
+  it('resolves a registered clawray: module in this install, and refuses one not registered', () => {
+    expect(systemModuleUrl(JOB_SUPERVISOR_MODULE)).toBe(
+      pathToFileURL(join(packageRoot(), 'dist', 'jobs', 'supervisor', 'job-supervisor.js')).href,
+    );
+    const err = refusal(() => checkActorModule('clawray:jobs'));
+    expect(err).toBeInstanceOf(InvalidActorClassError);
+    expect(err.message).toMatch(
+      /^invalid actor module "clawray:jobs": no clawray module is registered as "clawray:jobs" \(registered: clawray:job-supervisor\)/,
+    );
+    expect(() => systemModuleUrl('clawray:jobs')).toThrow(/no clawray module is registered/);
   });
 
   it('refuses empty, raw paths, dot segments, control characters and over-long ones, naming the field', () => {
@@ -74,7 +91,7 @@ describe('actor modules', () => {
       expect(err, module).toBeInstanceOf(InvalidActorClassError);
       expect(err.message).toMatch(why);
       expect(err.message).toMatch(
-        /^invalid actor module .*; use a file: URL, a node: module, or a package name/,
+        /^invalid actor module .*; use a file: URL, a node: module, a registered clawray: module, or a package name/,
       );
       expect(err.fields.field).toBe('module');
       expect(err.message.length).toBeLessThan(600);

@@ -6,6 +6,7 @@
  * the same requests with the same words.
  */
 import { ConfigError, registerErrorClass } from './errors.js';
+import { isSystemModule, systemModuleProblem } from './system-modules.js';
 
 /** Longer export names than this are not names people write. */
 export const MAX_CLASS_NAME_CHARS = 256;
@@ -23,7 +24,7 @@ const CONTROL = /[\u0000-\u001f\u007f]/;
 
 export const CLASS_NAME_RULE = `a JavaScript identifier of at most ${MAX_CLASS_NAME_CHARS} characters naming a class the module exports (\`default\` for its default export)`;
 export const MODULE_RULE =
-  'a file: URL, a node: module, or a package name with an optional subpath (the SDK turns a path into a file: URL)';
+  'a file: URL, a node: module, a registered clawray: module, or a package name with an optional subpath (the SDK turns a path into a file: URL)';
 
 /** Returns `className` when it is an export name; throws InvalidActorClassError naming the field. */
 export function checkActorClassName(className: string): string {
@@ -60,6 +61,7 @@ function moduleProblem(module: string): string | undefined {
     }
   }
   if (module.startsWith('node:')) return module.length > 5 ? undefined : 'it names no node: module';
+  if (isSystemModule(module)) return systemModuleProblem(module);
   // A package name (`name`, `@scope/name`) and a subpath: resolved from the actor's working
   // directory, so a path here (relative to which machine?) or a `..` in it is refused.
   if (module.startsWith('/') || module.startsWith('.')) {

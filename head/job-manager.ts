@@ -14,7 +14,6 @@
  */
 
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { pathToFileURL } from 'node:url';
 import { Cluster } from '../actors/runtime/cluster.js';
 import { encodeArgs } from '../actors/runtime/codec.js';
 import { AlreadyExistsError, ConfigError, NotFoundError, PermissionDeniedError } from '../common/errors.js';
@@ -32,7 +31,7 @@ import {
   supervisorName,
 } from '../common/job-names.js';
 import type { Logger } from '../common/logger.js';
-import { distEntry } from '../common/package-root.js';
+import { JOB_SUPERVISOR_MODULE } from '../common/system-modules.js';
 import { checkPackageHash } from '../jobs/package/working-dir.js';
 import type { JobInfo } from '../proto/generated/clawray/v1/JobInfo.js';
 import type { JobLogChunk } from '../proto/generated/clawray/v1/JobLogChunk.js';
@@ -556,10 +555,10 @@ function keyMatches(key: string, expectedSha256: string): boolean {
 function supervisorSpec(record: JobRecord, config: SupervisorConfig): m.ActorSpec__Output {
   return {
     actorId: record.supervisorActorId,
-    // A file URL of this install rather than `clawray/jobs`: actor hosts resolve package names
-    // from their cwd, which need not be inside a project that depends on clawray. Nodes run
-    // the same install layout (one image, or one machine).
-    module: pathToFileURL(distEntry('jobs/supervisor/job-supervisor')).href,
+    // A registered module rather than `clawray/jobs`: actor hosts resolve package names from
+    // their cwd, which need not be inside a project that depends on clawray (or holds another
+    // version of it); each host resolves this one in its own install.
+    module: JOB_SUPERVISOR_MODULE,
     className: 'JobSupervisor',
     args: encodeArgs([config]),
     jobId: record.submissionId,

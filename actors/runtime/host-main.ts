@@ -11,6 +11,7 @@ import { Counter, register as defaultRegistry, Histogram, Registry } from 'prom-
 import { toErrorInfo } from '../../common/errors.js';
 import { formatAddress } from '../../common/grpc-server.js';
 import { LATENCY_BUCKETS_S } from '../../common/metrics.js';
+import { isSystemModule, systemModuleUrl } from '../../common/system-modules.js';
 import { setActorContext } from './actor-context.js';
 import { ActorServer } from './actor-server.js';
 import { ambientCluster, setAmbientCluster } from './ambient.js';
@@ -75,6 +76,8 @@ function hasAsyncMethods(obj: object): boolean {
 
 async function importModule(specifier: string): Promise<Record<string, unknown>> {
   if (specifier.startsWith('file:') || specifier.startsWith('node:')) return import(specifier);
+  // The cluster's own actors (the job supervisor): from this host's install, never the cwd's.
+  if (isSystemModule(specifier)) return import(systemModuleUrl(specifier));
   // A package name resolves from the working directory, where the user's packages live; what is
   // not there (clawray's own actors, under a global or npx install) resolves from clawray itself.
   let resolved: string;
