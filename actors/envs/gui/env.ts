@@ -20,17 +20,17 @@ import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core'
 import { z } from 'zod';
 import { ConfigError } from '../../../common/errors.js';
 import { seededRandom } from '../../../common/random.js';
-import {
-  type Action,
-  actionToMessage,
-  type ChatMessage,
-  type Environment,
-  type Evaluation,
-  type Observation,
-  type StepResult,
-  type ToolMessage,
+import type {
+  Action,
+  ChatMessage,
+  Environment,
+  Evaluation,
+  Observation,
+  StepResult,
+  ToolMessage,
 } from '../environment.js';
-import { MalformedToolCall, parseToolCall, toolCallId, toolReply } from '../tool-calls.js';
+import { toolReply } from '../tool-calls.js';
+import { ToolTurn, turnCallId } from '../tool-turn.js';
 import type { Split } from '../track.js';
 import { accessibilityTree, RefNumbering } from './accessibility.js';
 import { ActionError, GUI_TOOL_ARGUMENTS, GUI_TOOL_SCHEMAS, performAction } from './actions.js';
@@ -150,6 +150,7 @@ export class GuiEnvironment implements Environment<GuiInfo> {
   private readonly pool: GuiTask[];
   private readonly settings: Required<Omit<GuiSettings, 'chromiumPath'>> & { chromiumPath?: string };
   private readonly sharedBrowser: Browser | undefined;
+  private readonly toolTurn: ToolTurn<typeof GUI_TOOL_ARGUMENTS, 'malformedToolCalls'>;
   private cursor = 0;
   private started: Promise<{ browser: Browser; server: PageServer }> | undefined;
   private ownBrowser: Browser | undefined;
@@ -195,6 +196,16 @@ export class GuiEnvironment implements Environment<GuiInfo> {
       isolation: s.isolation ?? 'context',
       systemPrompt: s.systemPrompt ?? defaultSystemPrompt(s.screenshots ?? true),
     };
+    const maxParseErrors = this.settings.maxParseErrors;
+    this.toolTurn = new ToolTurn({
+      env: 'gui',
+      tools: GUI_TOOL_ARGUMENTS,
+      maxParseErrors,
+      parseErrorCount: 'malformedToolCalls',
+      // Only the call that passes the limit says so; the ones before it are answered plainly.
+      malformedNote: (left) =>
+        left < 0 ? `\n\nToo many malformed tool calls (more than ${maxParseErrors}); the episode ends.` : '',
+    });
     this.sharedBrowser = browser;
   }
 
@@ -347,11 +358,8 @@ export class GuiEnvironment implements Environment<GuiInfo> {
     const page = this.livePage;
     if (!info || !page) throw new Error('gui env: step() before reset()');
     if (this.done) throw new Error('gui env: step() after the episode ended; reset() first');
-    if (action === null || typeof action !== 'object')
-      throw new TypeError('gui env: action must be an object');
-    const rawCalls: unknown[] = Array.isArray(action.tool_calls) ? action.tool_calls : [];
+    const rawCalls = this.toolTurn.open(action, this.messages);
     info.turns++;
-    this.messages.push(actionToMessage({ content: action.content, tool_calls: action.tool_calls }));
 
     if (rawCalls.length === 0) return this.finish(page, 'answered', '');
 
@@ -361,11 +369,10 @@ export class GuiEnvironment implements Environment<GuiInfo> {
       const { message, ran } = await this.answerCall(page, raw, n, ranThisTurn);
       if (ran) ranThisTurn++;
       results.push(message);
-      if (info.malformedToolCalls > this.settings.maxParseErrors) break;
+      if (this.toolTurn.limitPassed(info)) break;
     }
-    if (info.malformedToolCalls > this.settings.maxParseErrors) {
-      const note = `Too many malformed tool calls (more than ${this.settings.maxParseErrors}); the episode ends.`;
-      results[results.length - 1].content += `\n\n${note}`;
+    if (this.toolTurn.limitPassed(info)) {
+      // The last answer, the call that passed the limit, says the episode ends (malformedNote).
       // Every call gets an answer, including the ones the stop left unrun.
       for (const raw of rawCalls.slice(results.length)) {
         results.push(this.reply(raw, results.length, 'Error: not run; the episode ended.'));
@@ -444,7 +451,7 @@ export class GuiEnvironment implements Environment<GuiInfo> {
   }
 
   private reply(raw: unknown, n: number, content: string, name?: string): ToolMessage {
-    return toolReply(toolCallId(raw, `call_invalid_${this.info?.turns ?? 0}_${n}`), content, name);
+    return toolReply(turnCallId(raw, this.info?.turns ?? 0, n), content, name);
   }
 
   private async answerCall(
@@ -454,50 +461,42 @@ export class GuiEnvironment implements Environment<GuiInfo> {
     ranThisTurn: number,
   ): Promise<{ message: ToolMessage; ran: boolean }> {
     const info = this.info!;
-    info.toolCalls++;
-    try {
-      const call = parseToolCall(raw, GUI_TOOL_ARGUMENTS);
-      const name = call.name;
-      if (ranThisTurn >= this.settings.maxActionsPerTurn) {
-        info.overBudgetToolCalls++;
-        return {
-          message: this.reply(
-            raw,
-            n,
-            `Error: not run; at most ${this.settings.maxActionsPerTurn} actions per turn.`,
-            name,
-          ),
-          ran: false,
-        };
-      }
-      const ctx = {
-        viewport: this.settings.viewport,
-        timeoutMs: this.settings.actionTimeoutMs,
-        readTimeoutMs: this.settings.readTimeoutMs,
-        refs: this.refs,
-      };
-      let content: string;
-      try {
-        content = await performAction(page, call.name, call.args, ctx);
-      } catch (e) {
-        if (!(e instanceof ActionError)) {
-          // The page itself failed (crashed, closed, navigated mid-action): the agent sees why.
-          content = `Error: ${name} failed: ${(e as Error).message.split('\n')[0]}`;
-        } else {
-          content = `Error: ${e.message}`;
-        }
-        info.actionErrors++;
-      }
-      if (this.pageNotes.length > 0) content += `\n${this.pageNotes.splice(0).join('\n')}`;
-      return { message: this.reply(raw, n, content, name), ran: true };
-    } catch (e) {
-      if (!(e instanceof MalformedToolCall)) throw e;
-      info.malformedToolCalls++;
+    const read = this.toolTurn.read(raw, turnCallId(raw, info.turns, n), info);
+    if (!read.ok) return { message: read.reply, ran: false };
+    const call = read.call;
+    const name = call.name;
+    if (ranThisTurn >= this.settings.maxActionsPerTurn) {
+      info.overBudgetToolCalls++;
       return {
-        message: this.reply(raw, n, `Error: malformed tool call: ${e.message}`, e.toolName),
+        message: this.reply(
+          raw,
+          n,
+          `Error: not run; at most ${this.settings.maxActionsPerTurn} actions per turn.`,
+          name,
+        ),
         ran: false,
       };
     }
+    const ctx = {
+      viewport: this.settings.viewport,
+      timeoutMs: this.settings.actionTimeoutMs,
+      readTimeoutMs: this.settings.readTimeoutMs,
+      refs: this.refs,
+    };
+    let content: string;
+    try {
+      content = await performAction(page, call.name, call.args, ctx);
+    } catch (e) {
+      if (!(e instanceof ActionError)) {
+        // The page itself failed (crashed, closed, navigated mid-action): the agent sees why.
+        content = `Error: ${name} failed: ${(e as Error).message.split('\n')[0]}`;
+      } else {
+        content = `Error: ${e.message}`;
+      }
+      info.actionErrors++;
+    }
+    if (this.pageNotes.length > 0) content += `\n${this.pageNotes.splice(0).join('\n')}`;
+    return { message: this.reply(raw, n, content, name), ran: true };
   }
 
   private async finish(page: Page, reason: GuiEndReason, text: string): Promise<StepResult<GuiInfo>> {

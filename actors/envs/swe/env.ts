@@ -17,18 +17,18 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { ConfigError } from '../../../common/errors.js';
 import { seededRandom } from '../../../common/random.js';
-import {
-  type Action,
-  actionToMessage,
-  type ChatMessage,
-  type Environment,
-  type Evaluation,
-  type Observation,
-  type StepResult,
-  type ToolMessage,
+import type {
+  Action,
+  ChatMessage,
+  Environment,
+  Evaluation,
+  Observation,
+  StepResult,
+  ToolMessage,
 } from '../environment.js';
 import { compileSandboxLimits } from '../sandbox/sandbox-limits.js';
-import { MalformedToolCall, parseToolCall, toolCallId, toolReply } from '../tool-calls.js';
+import { toolReply } from '../tool-calls.js';
+import { ToolTurn, turnCallId } from '../tool-turn.js';
 import type { Split } from '../track.js';
 import { type Grade, type GraderOptions, gradePatch, takeDiff } from './grader.js';
 import { DEFAULT_SANDBOX_LIMITS } from './shell.js';
@@ -163,6 +163,7 @@ export class SweEnvironment implements Environment<SweInfo> {
   private readonly pool: SweTask[];
   private readonly toolLimits: ToolLimits;
   private readonly graderOptions: GraderOptions;
+  private readonly toolTurn: ToolTurn<typeof TOOL_ARGUMENTS, 'malformedToolCalls'>;
   private cursor = 0;
   private root: Promise<string> | undefined;
   private readonly snapshots = new Map<string, Promise<Snapshot>>();
@@ -183,6 +184,12 @@ export class SweEnvironment implements Environment<SweInfo> {
       [this.pool[i], this.pool[j]] = [this.pool[j], this.pool[i]];
     }
     const s = this.settings;
+    this.toolTurn = new ToolTurn({
+      env: 'swe',
+      tools: TOOL_ARGUMENTS,
+      maxParseErrors: s.maxParseErrors,
+      parseErrorCount: 'malformedToolCalls',
+    });
     const sandbox = {
       memoryMb: s.memoryMb,
       maxProcesses: s.maxProcesses,
@@ -261,18 +268,16 @@ export class SweEnvironment implements Environment<SweInfo> {
     const ep = this.episode;
     if (!ep) throw new Error('swe env: step() before reset()');
     if (ep.done) throw new Error('swe env: step() after the episode ended; reset() first');
-    if (action === null || typeof action !== 'object')
-      throw new TypeError('swe env: action must be an object');
-    const rawCalls: unknown[] = Array.isArray(action.tool_calls) ? action.tool_calls : [];
+    const rawCalls = this.toolTurn.open(action, ep.messages);
     ep.info.steps++;
-    ep.messages.push(actionToMessage({ content: action.content, tool_calls: action.tool_calls }));
     if (rawCalls.length === 0) return this.finish(ep, '');
 
     const results: ToolMessage[] = [];
     for (const [n, raw] of rawCalls.entries()) results.push(await this.answerCall(ep, raw, n));
     ep.messages.push(...results);
     const text = results.map((r) => r.content).join('\n\n');
-    if (ep.info.malformedToolCalls > this.settings.maxParseErrors) {
+    // Every call of the turn is run; past the limit the episode then ends with −1.
+    if (this.toolTurn.limitPassed(ep.info)) {
       ep.info.reason = `more than ${this.settings.maxParseErrors} malformed tool calls`;
       return this.end(ep, text, { reward: REWARD_UNRESOLVED, info: { ...ep.info } });
     }
@@ -390,25 +395,20 @@ export class SweEnvironment implements Environment<SweInfo> {
 
   private async answerCall(ep: Episode, raw: unknown, n: number): Promise<ToolMessage> {
     const info = ep.info;
-    info.toolCalls++;
-    const id = toolCallId(raw, `call_invalid_${info.steps}_${n}`);
-    const reply = (content: string, name?: string) => toolReply(id, content, name);
-    try {
-      const call = parseToolCall(raw, TOOL_ARGUMENTS);
-      if (n >= this.settings.maxCallsPerStep) {
-        info.refusedToolCalls++;
-        return reply(
-          `Error: at most ${this.settings.maxCallsPerStep} tool calls are run per turn; this one was not run.`,
-          call.name,
-        );
-      }
-      const outcome = await runTool(call.name, call.args, ep.workspace, this.toolLimits);
-      if (outcome.error) info.commandErrors++;
-      return reply(outcome.content, call.name);
-    } catch (e) {
-      if (!(e instanceof MalformedToolCall)) throw e;
-      info.malformedToolCalls++;
-      return reply(`Error: malformed tool call: ${e.message}`, e.toolName);
+    const id = turnCallId(raw, info.steps, n);
+    const read = this.toolTurn.read(raw, id, info);
+    if (!read.ok) return read.reply;
+    const call = read.call;
+    if (n >= this.settings.maxCallsPerStep) {
+      info.refusedToolCalls++;
+      return toolReply(
+        id,
+        `Error: at most ${this.settings.maxCallsPerStep} tool calls are run per turn; this one was not run.`,
+        call.name,
+      );
     }
+    const outcome = await runTool(call.name, call.args, ep.workspace, this.toolLimits);
+    if (outcome.error) info.commandErrors++;
+    return toolReply(id, outcome.content, call.name);
   }
 }

@@ -13,18 +13,18 @@
  */
 
 import { seededRandom } from '../../../common/random.js';
-import {
-  type Action,
-  actionToMessage,
-  type ChatMessage,
-  type Environment,
-  type Evaluation,
-  type Observation,
-  type StepResult,
-  type ToolMessage,
-  type ToolSchema,
+import type {
+  Action,
+  ChatMessage,
+  Environment,
+  Evaluation,
+  Observation,
+  StepResult,
+  ToolMessage,
+  ToolSchema,
 } from '../environment.js';
-import { MalformedToolCall, parseToolCall, toolCallId, toolReply } from '../tool-calls.js';
+import { toolReply } from '../tool-calls.js';
+import { ToolTurn, turnCallId } from '../tool-turn.js';
 import type { Split } from '../track.js';
 import { buildTerminalSuite } from './suite.js';
 import type { TerminalTask } from './task.js';
@@ -117,6 +117,7 @@ export class TerminalEnvironment implements Environment<TerminalInfo> {
   private readonly limits: SandboxLimits;
   private readonly workDir: string | undefined;
   private readonly tools: ToolSchema[] = [...TOOL_SCHEMAS];
+  private readonly toolTurn: ToolTurn<typeof TOOL_ARGUMENTS, 'parseErrors'>;
   private cursor = 0;
   private task: TerminalTask | undefined;
   private workspace: Workspace | undefined;
@@ -147,6 +148,17 @@ export class TerminalEnvironment implements Environment<TerminalInfo> {
       maxOutputChars: options.maxOutputChars ?? DEFAULT_SETTINGS.maxOutputChars,
       systemPrompt: options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT,
     };
+    this.toolTurn = new ToolTurn({
+      env: 'terminal',
+      tools: TOOL_ARGUMENTS,
+      maxParseErrors: this.settings.maxParseErrors,
+      parseErrorCount: 'parseErrors',
+      // Every malformed call says how many more are tolerated, so the agent sees the end coming.
+      malformedNote: (left) =>
+        left < 0
+          ? '. Too many malformed tool calls: the episode ends.'
+          : ` (${left} more malformed calls tolerated)`,
+    });
     this.limits = { ...DEFAULT_SANDBOX_LIMITS, ...options.limits };
     this.workDir = options.workDir;
   }
@@ -212,11 +224,8 @@ export class TerminalEnvironment implements Environment<TerminalInfo> {
       const task = this.task;
       if (!info || !task) throw new Error('terminal env: step() before reset()');
       if (this.final) throw new Error('terminal env: step() after the episode ended; reset() first');
-      if (action === null || typeof action !== 'object')
-        throw new TypeError('terminal env: action must be an object');
-      const rawCalls: unknown[] = Array.isArray(action.tool_calls) ? action.tool_calls : [];
+      const rawCalls = this.toolTurn.open(action, this.messages);
       info.turns++;
-      this.messages.push(actionToMessage({ content: action.content, tool_calls: action.tool_calls }));
       if (rawCalls.length === 0) return this.finish('answered', '');
 
       const budgetMs =
@@ -224,7 +233,7 @@ export class TerminalEnvironment implements Environment<TerminalInfo> {
       let end: EndReason | undefined;
       const results: ToolMessage[] = [];
       for (const [n, raw] of rawCalls.entries()) {
-        const id = toolCallId(raw, `call_invalid_${info.turns}_${n}`);
+        const id = turnCallId(raw, info.turns, n);
         if (end) {
           results.push({ role: 'tool', tool_call_id: id, content: 'Error: not run: the episode has ended.' });
           continue;
@@ -232,7 +241,7 @@ export class TerminalEnvironment implements Environment<TerminalInfo> {
         // The budget is checked after every call, so some of it is always left here.
         const timeoutMs = Math.ceil(Math.min(this.settings.commandTimeoutMs, budgetMs - info.agentTimeMs));
         results.push(await this.answerCall(raw, id, info, timeoutMs));
-        if (info.parseErrors > this.settings.maxParseErrors) end = 'parse_errors';
+        if (this.toolTurn.limitPassed(info)) end = 'parse_errors';
         else if (info.agentTimeMs >= budgetMs) end = 'agent_timeout';
       }
       this.messages.push(...results);
@@ -291,34 +300,20 @@ export class TerminalEnvironment implements Environment<TerminalInfo> {
     info: TerminalInfo,
     timeoutMs: number,
   ): Promise<ToolMessage> {
-    info.toolCalls++;
-    let name: string | undefined;
-    const reply = (content: string) => toolReply(id, content, name);
+    const read = this.toolTurn.read(raw, id, info);
+    if (!read.ok) return read.reply;
+    const call = read.call;
+    const started = performance.now();
     try {
-      const call = parseToolCall(raw, TOOL_ARGUMENTS);
-      name = call.name;
-      const started = performance.now();
-      try {
-        // The name/arguments pair was validated together above.
-        const outcome = await runTool(this.workspace!, call.name, call.args, {
-          timeoutMs,
-          maxOutputChars: this.settings.maxOutputChars,
-        });
-        if (outcome.error) info.toolErrors++;
-        return reply(outcome.content);
-      } finally {
-        info.agentTimeMs += Math.round(performance.now() - started);
-      }
-    } catch (e) {
-      if (!(e instanceof MalformedToolCall)) throw e;
-      name = e.toolName;
-      info.parseErrors++;
-      const left = this.settings.maxParseErrors - info.parseErrors;
-      const note =
-        left < 0
-          ? '. Too many malformed tool calls: the episode ends.'
-          : ` (${left} more malformed calls tolerated)`;
-      return reply(`Error: malformed tool call: ${e.message}${note}`);
+      // The name/arguments pair was validated together above.
+      const outcome = await runTool(this.workspace!, call.name, call.args, {
+        timeoutMs,
+        maxOutputChars: this.settings.maxOutputChars,
+      });
+      if (outcome.error) info.toolErrors++;
+      return toolReply(id, outcome.content, call.name);
+    } finally {
+      info.agentTimeMs += Math.round(performance.now() - started);
     }
   }
 

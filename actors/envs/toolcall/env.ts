@@ -9,18 +9,18 @@
  * error and not run.
  */
 
-import {
-  type Action,
-  actionToMessage,
-  type ChatMessage,
-  type Environment,
-  type Evaluation,
-  type Observation,
-  type StepResult,
-  type ToolMessage,
-  type ToolSchema,
+import type {
+  Action,
+  ChatMessage,
+  Environment,
+  Evaluation,
+  Observation,
+  StepResult,
+  ToolMessage,
+  ToolSchema,
 } from '../environment.js';
-import { MalformedToolCall, parseToolCall, toolCallId, toolReply } from '../tool-calls.js';
+import { toolReply } from '../tool-calls.js';
+import { ToolTurn, turnCallId } from '../tool-turn.js';
 import { buildTaskSuite, type Split, type ToolcallTask } from './tasks.js';
 import { TOOL_ARGUMENTS, TOOL_SCHEMAS, ToolRunner } from './tools.js';
 import { REWARD_WRONG, verifyAnswer } from './verifier.js';
@@ -73,7 +73,7 @@ export class ToolcallEnvironment implements Environment<ToolcallInfo> {
   private readonly systemPrompt: string;
   private readonly runner: ToolRunner;
   private readonly tools: ToolSchema[];
-  private readonly toolArguments: typeof TOOL_ARGUMENTS;
+  private readonly toolTurn: ToolTurn<typeof TOOL_ARGUMENTS, 'malformedToolCalls'>;
   private cursor = 0;
   private task: ToolcallTask | undefined;
   private messages: ChatMessage[] = [];
@@ -103,9 +103,16 @@ export class ToolcallEnvironment implements Environment<ToolcallInfo> {
     this.tools = [...(options.tools ?? TOOL_SCHEMAS)];
     // A tool that is not offered is an unknown tool, not a hidden one.
     const offered = new Set(this.tools.map((t) => t.function.name));
-    this.toolArguments = Object.fromEntries(
+    const toolArguments = Object.fromEntries(
       Object.entries(TOOL_ARGUMENTS).filter(([name]) => offered.has(name)),
     ) as typeof TOOL_ARGUMENTS;
+    // Malformed calls are answered and counted, but never end the episode here.
+    this.toolTurn = new ToolTurn({
+      env: 'toolcall',
+      tools: toolArguments,
+      maxParseErrors: Number.POSITIVE_INFINITY,
+      parseErrorCount: 'malformedToolCalls',
+    });
   }
 
   /** The task of the current episode. */
@@ -148,11 +155,8 @@ export class ToolcallEnvironment implements Environment<ToolcallInfo> {
     const task = this.task;
     if (!info || !task) throw new Error('toolcall env: step() before reset()');
     if (this.done) throw new Error('toolcall env: step() after the episode ended; reset() first');
-    if (action === null || typeof action !== 'object')
-      throw new TypeError('toolcall env: action must be an object');
-    const rawCalls: unknown[] = Array.isArray(action.tool_calls) ? action.tool_calls : [];
+    const rawCalls = this.toolTurn.open(action, this.messages);
     info.turns++;
-    this.messages.push(actionToMessage({ content: action.content, tool_calls: action.tool_calls }));
 
     if (rawCalls.length === 0) {
       const verdict = verifyAnswer(action.content, task.answer);
@@ -197,25 +201,20 @@ export class ToolcallEnvironment implements Environment<ToolcallInfo> {
   }
 
   private async answerCall(raw: unknown, n: number, info: ToolcallInfo): Promise<ToolMessage> {
-    info.toolCalls++;
-    const id = toolCallId(raw, `call_invalid_${info.turns}_${n}`);
-    const reply = (content: string, name?: string) => toolReply(id, content, name);
-    try {
-      const call = parseToolCall(raw, this.toolArguments);
-      if (info.toolCalls - info.malformedToolCalls - info.overBudgetToolCalls > this.maxToolCalls) {
-        info.overBudgetToolCalls++;
-        return reply(
-          `Error: the tool-call budget of ${this.maxToolCalls} is spent; give your final answer.`,
-          call.name,
-        );
-      }
-      const outcome = await this.runner.run(call.name, call.args);
-      if (outcome.error) info.toolErrors++;
-      return reply(outcome.content, call.name);
-    } catch (e) {
-      if (!(e instanceof MalformedToolCall)) throw e;
-      info.malformedToolCalls++;
-      return reply(`Error: malformed tool call: ${e.message}`, e.toolName);
+    const id = turnCallId(raw, info.turns, n);
+    const read = this.toolTurn.read(raw, id, info);
+    if (!read.ok) return read.reply;
+    const call = read.call;
+    if (info.toolCalls - info.malformedToolCalls - info.overBudgetToolCalls > this.maxToolCalls) {
+      info.overBudgetToolCalls++;
+      return toolReply(
+        id,
+        `Error: the tool-call budget of ${this.maxToolCalls} is spent; give your final answer.`,
+        call.name,
+      );
     }
+    const outcome = await this.runner.run(call.name, call.args);
+    if (outcome.error) info.toolErrors++;
+    return toolReply(id, outcome.content, call.name);
   }
 }
