@@ -13,7 +13,9 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { ChatModel } from './chat-model.js';
-import { fromZod, invalid, type OpenAiHttpError, toOpenAiError } from './openai-errors.js';
+import { modelNotFound } from './models-route.js';
+import { watchClose } from './openai-connection.js';
+import { fromZod, invalid, toOpenAiError } from './openai-errors.js';
 import { cutAtStop, finiteLogprob, IncrementalText } from './openai-text.js';
 import { encodeWithin } from './prompt-budget.js';
 import { DEFAULT_MAX_TOKENS, type GenerateRequest, type GenerateResult } from './rollout-engine.js';
@@ -23,6 +25,7 @@ const MAX_CHOICES = 16;
 const completionRequestSchema = z
   .object({
     model: z.string(),
+    // Token ids are safe integers (zod's int()); whether the vocabulary has them is the engine's check.
     prompt: z.union([z.string(), z.array(z.string()).min(1), z.array(z.number().int().min(0)).min(1)]),
     max_tokens: z.number().int().min(1).nullish(),
     temperature: z.number().min(0).max(2).nullish(),
@@ -50,9 +53,6 @@ export interface CompletionsDeps {
   model: ChatModel;
   /** `max_tokens` of a request that sets none, within the context's room. */
   defaultMaxTokens?: number;
-  modelNotFound(id: string): OpenAiHttpError;
-  /** Watches the client: its signal stops the generation when the client goes away. */
-  watchClose(reply: FastifyReply): { readonly gone: boolean; readonly signal: AbortSignal };
 }
 
 export function registerCompletions(app: FastifyInstance, d: CompletionsDeps): void {
@@ -61,7 +61,7 @@ export function registerCompletions(app: FastifyInstance, d: CompletionsDeps): v
     const parsed = completionRequestSchema.safeParse(request.body);
     if (!parsed.success) throw fromZod(parsed.error, Object.keys(completionRequestSchema.shape));
     const body = parsed.data;
-    if (body.model !== model.id) throw d.modelNotFound(body.model);
+    if (body.model !== model.id) throw modelNotFound(model.id, body.model);
     if (body.suffix) {
       throw invalid(
         "'suffix' asks for fill-in-the-middle, which needs the model's FIM tokens and format; this model's chat template defines none",
@@ -83,7 +83,8 @@ export function registerCompletions(app: FastifyInstance, d: CompletionsDeps): v
       );
     }
     const prompt = await promptIds(body);
-    const client = d.watchClose(reply);
+    // The client's signal stops the generation when the client goes away.
+    const client = watchClose(reply.raw);
     const id = `cmpl-${randomBytes(12).toString('hex')}`;
     const created = Math.floor(Date.now() / 1000);
     const stops = (typeof body.stop === 'string' ? [body.stop] : (body.stop ?? [])).filter(
@@ -147,11 +148,7 @@ export function registerCompletions(app: FastifyInstance, d: CompletionsDeps): v
 
   async function promptIds(body: CompletionRequest): Promise<number[]> {
     const { prompt } = body;
-    if (Array.isArray(prompt) && typeof prompt[0] === 'number') {
-      const vocabBad = (prompt as number[]).find((t) => !Number.isSafeInteger(t));
-      if (vocabBad !== undefined) throw invalid(`'prompt' token ${vocabBad} is not a token id`, 'prompt');
-      return prompt as number[];
-    }
+    if (Array.isArray(prompt) && typeof prompt[0] === 'number') return prompt as number[];
     if (Array.isArray(prompt) && prompt.length > 1) {
       throw invalid(`'prompt' with ${prompt.length} prompts: send one prompt per request here`, 'prompt');
     }
