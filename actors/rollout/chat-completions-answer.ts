@@ -150,15 +150,20 @@ export function allLogprobs(model: ChatModel, result: GenerateResult) {
   };
 }
 
-function sampling(c: ChatContext, p: Prepared): TurnSampling {
+/**
+ * What the turn was drawn with, as the engine reports it (the request's omissions resolved to
+ * generation_config.json's and the engine's defaults, and the seed it drew when none was
+ * asked), so the trainer scores the turn at the temperature it was really sampled at.
+ */
+function sampling(c: ChatContext, p: Prepared, result: GenerateResult): TurnSampling {
   const b = p.body;
   const gen = c.model.samplingDefaults;
   return {
-    temperature: b.temperature ?? gen?.temperature ?? null,
-    top_p: b.top_p ?? gen?.topP ?? null,
-    top_k: b.top_k ?? gen?.topK ?? null,
+    temperature: result.sampling.temperature,
+    top_p: result.sampling.topP,
+    top_k: result.sampling.topK,
     max_tokens: b.max_completion_tokens ?? b.max_tokens ?? c.defaultMaxTokens ?? gen?.maxTokens ?? null,
-    seed: b.seed ?? null,
+    seed: result.sampling.seed,
   };
 }
 
@@ -177,7 +182,7 @@ export function record(c: ChatContext, p: Prepared, result: GenerateResult, done
     text: done.text,
     toolCalls: done.toolCalls,
     finishReason: done.finishReason,
-    sampling: sampling(c, p),
+    sampling: sampling(c, p, result),
   });
 }
 

@@ -146,6 +146,12 @@ class FakeModel implements ChatModel {
     }
     return {
       promptTokenIds: request.promptTokenIds,
+      sampling: {
+        temperature: request.temperature ?? 1,
+        topP: request.topP ?? 1,
+        topK: request.topK ?? 0,
+        seed: request.seed ?? 0,
+      },
       tokenIds,
       logprobs,
       ...(request.topLogprobs ? { topLogprobs: top } : {}),
@@ -1170,6 +1176,12 @@ describe('OpenAI parameters beyond one plain choice', () => {
       const tokenIds = this.toIds(text);
       return {
         promptTokenIds: request.promptTokenIds,
+        sampling: {
+          temperature: request.temperature ?? 1,
+          topP: request.topP ?? 1,
+          topK: request.topK ?? 0,
+          seed: request.seed ?? 0,
+        },
         tokenIds,
         logprobs: tokenIds.map(() => -0.25),
         finishReason: 'stop',

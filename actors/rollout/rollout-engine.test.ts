@@ -147,6 +147,28 @@ describe('GenerationEngine on an exported tiny model', () => {
     expect(stopped.tokenIds.length).toBeLessThanOrEqual(4);
   });
 
+  it('says what it sampled with: the defaults it filled in and the seed it drew, which repeats the draw', async () => {
+    const drawn = await engine.generate({ promptTokenIds: prompt(2), maxTokens: 8, topK: 40 });
+    expect(drawn.sampling).toMatchObject({ temperature: 1, topP: 1, topK: 40 });
+    expect(Number.isInteger(drawn.sampling.seed)).toBe(true);
+    const again = await engine.generate({
+      promptTokenIds: prompt(2),
+      maxTokens: 8,
+      topK: 40,
+      seed: drawn.sampling.seed,
+    });
+    expect(again.tokenIds).toEqual(drawn.tokenIds);
+    expect(again.sampling).toEqual(drawn.sampling);
+    const set = await engine.generate({
+      promptTokenIds: prompt(2),
+      maxTokens: 4,
+      temperature: 0.6,
+      topP: 0.9,
+      seed: 3,
+    });
+    expect(set.sampling).toEqual({ temperature: 0.6, topP: 0.9, topK: 0, seed: 3 });
+  });
+
   it('streams tokens as they are sampled', async () => {
     const seen: number[] = [];
     const out = await engine.generate({

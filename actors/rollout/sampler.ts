@@ -32,6 +32,11 @@ export interface SamplingParams {
 
 export const DEFAULT_SAMPLING: SamplingParams = { temperature: 1, topP: 1, topK: 0 };
 
+/** The sampling an output was drawn with (GenerateResult.sampling): its parameters and seed. */
+export interface UsedSampling extends SamplingParams {
+  seed: number;
+}
+
 /** A top-k up to this many is gathered by count (one heap pass); a larger one, or none, by mass. */
 const GATHER_BY_COUNT_MAX = 2048;
 /** The histogram that finds a top-p cutoff: buckets of 1/16 nat of −logprob, down to e^−64. */

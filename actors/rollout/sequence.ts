@@ -17,6 +17,7 @@ import {
   type RowBuffers,
   type Sampled,
   type SamplingParams,
+  type UsedSampling,
   sample,
   sampleLogprobs,
   seededRandom,
@@ -71,6 +72,13 @@ export interface GenerateResult {
   finishReason: FinishReason;
   /** The weight version every token of this output was sampled with. */
   weightVersion: number;
+  /**
+   * What this output was drawn with, the request's omissions resolved to the engine's defaults:
+   * `logprobs` are under softmax(logits / temperature), and `seed` (the request's, else the one
+   * the engine drew) repeats the draw. A consumer (a trajectory record, the trainer) reads the
+   * temperature here rather than assuming the one it asked for.
+   */
+  sampling: UsedSampling;
   /** Decoded text when the engine has a detokenizer (stop strings cut). */
   text?: string;
 }
@@ -197,6 +205,7 @@ export class Sequence implements Scheduled {
       logprobs: this.logprobs,
       finishReason: finish,
       weightVersion: this.version,
+      sampling: { ...this.params, seed: this.seed },
       ...(request.topLogprobs ? { topLogprobs: this.top } : {}),
       ...(text !== undefined ? { text } : {}),
     };

@@ -26,9 +26,9 @@ export interface TurnSample {
   logprobs: number[];
   weightVersion: number;
   /**
-   * The temperature the turn was sampled with (its logprobs are under softmax(logits / T)).
-   * Default: the episode's `sampling.temperature`; a custom rollout that samples a turn at
-   * another temperature says so here.
+   * The temperature the turn was sampled with (its logprobs are under softmax(logits / T)): the
+   * engine's own report (`ChatResult.sampling`). A custom rollout that leaves it out gets the
+   * episode's `sampling.temperature`, what it asked the engine for.
    */
   temperature?: number;
   /** The assistant message the turn became. */
@@ -100,7 +100,7 @@ export const defaultRollout: RolloutFunction = async (ctx) => {
       tokenIds: result.tokenIds,
       logprobs: result.logprobs,
       weightVersion: result.weightVersion,
-      temperature: ctx.sampling.temperature,
+      temperature: result.sampling.temperature,
       action,
     });
     const step = await ctx.step(action);

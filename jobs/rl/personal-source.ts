@@ -12,7 +12,6 @@ import { SimulatedUser } from '../../actors/envs/personal/simulated-user.js';
 import { runHttpSession } from '../../actors/envs/personal/user-session.js';
 import { type TurnRecord, TurnRecorder, type TurnSink } from '../../actors/rollout/capture-recorder.js';
 import { createOpenAiServer } from '../../actors/rollout/openai-server.js';
-import { DEFAULT_SAMPLING } from '../../actors/rollout/sampler.js';
 import { SessionKeys } from '../../actors/rollout/session-keys.js';
 import { SideCallClassifier } from '../../actors/rollout/side-calls.js';
 import type { TurnFeedback } from '../../actors/rollout/turn-feedback.js';
@@ -26,11 +25,18 @@ import type { StalenessGate } from './staleness-gate.js';
 
 /**
  * A captured turn as a trajectory record: one sample, its own group. `extra.temperature` is the
- * temperature the engine sampled it with: the request's, or the engine's default of 1 when the
- * request set none.
+ * temperature the engine reports it sampled with (the recorder keeps the engine's own
+ * `sampling`); a turn without one is refused, not guessed at.
  */
 export function turnToRecord(t: TurnRecord): TrajectoryRecord {
   const id = `${t.session_id}:${t.turn}:${t.request_id}`;
+  const temperature = t.sampling.temperature;
+  if (temperature === null) {
+    throw new ConfigError(
+      `captured turn ${id}: sampling.temperature is missing (the engine reports the temperature it sampled with); its logprobs cannot be scored`,
+      { fields: { field: 'sampling.temperature', requestId: t.request_id } },
+    );
+  }
   return {
     trajectoryId: id,
     sessionId: t.session_id,
@@ -50,7 +56,7 @@ export function turnToRecord(t: TurnRecord): TrajectoryRecord {
       groupSize: 1,
       episode: id,
       turns: 1,
-      temperature: t.sampling.temperature ?? DEFAULT_SAMPLING.temperature,
+      temperature,
       responseText: t.response_text,
       requestId: t.request_id,
     },

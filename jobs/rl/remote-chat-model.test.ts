@@ -76,6 +76,12 @@ class FakeEngine {
   private result(request: Omit<GenerateRequest, 'onToken' | 'signal'>): GenerateResult {
     return {
       promptTokenIds: request.promptTokenIds,
+      sampling: {
+        temperature: request.temperature ?? 1,
+        topP: request.topP ?? 1,
+        topK: request.topK ?? 0,
+        seed: request.seed ?? 0,
+      },
       tokenIds: this.tokens,
       logprobs: this.tokens.map(() => -0.5),
       finishReason: 'stop',
