@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { parseManifest } from '../manifest/load.js';
-import { checkpointNaming, evalProgress, heldoutSummary, warmupLr } from './driver.js';
+import { checkpointNaming } from './checkpoints.js';
+import { evalProgress } from './job-evaluator.js';
 import type { EvalRecord } from './job-state.js';
+import { heldoutSummary } from './job-summary.js';
+import { warmupLr } from './warm-start.js';
 
 const at = (step: number, success: number, afterWarmup?: boolean): EvalRecord => ({
   step,

@@ -1,8 +1,16 @@
 /**
- * In-process fakes for the RL loops' unit tests: judged records of whole groups, and a trainer
- * that counts versions. The buffers in those tests are the real in-memory implementation.
+ * In-process fakes for the RL loops' and the driver phases' unit tests: judged records of whole
+ * groups, a trainer that counts versions (and one with a trainer group's surface), a spec from a
+ * few manifest lines and a job context over it. The buffers in those tests are the real
+ * in-memory implementation.
  */
+import { Registry } from 'prom-client';
+import type { PublishedWeights } from '../../actors/trainer/weight-publisher.js';
 import type { TrajectoryRecord } from '../buffer/types.js';
+import { parseManifest } from '../manifest/load.js';
+import type { RLJobSpec } from '../manifest/schema.js';
+import { jobContext } from './job-context.js';
+import { JobMetrics } from './job-metrics.js';
 import type { GroupStepResult } from './trainer-group.js';
 
 /** One group of `size` single-turn episodes with the given rewards, as judged records. */
@@ -57,4 +65,61 @@ export class FakeTrainer {
     this.version++;
     return { skipped: false, loss: 0.5, ...drift };
   }
+}
+
+/** A FakeTrainer with the rest of a TrainerGroup's surface, recording what the phases asked of it. */
+export class FakeTrainerGroup extends FakeTrainer {
+  recoveries = 0;
+  /** Each step's learning rate (undefined: the trainer's schedule). */
+  readonly lrs: (number | undefined)[] = [];
+  /** 'reset', 'save <version>', 'resume <step>' in call order. */
+  readonly calls: string[] = [];
+
+  override async step(samples: unknown[], options?: { lr?: number }): Promise<GroupStepResult> {
+    this.lrs.push(options?.lr);
+    return super.step(samples);
+  }
+
+  async resetOptimizer(): Promise<void> {
+    this.calls.push('reset');
+  }
+
+  async readWeights(): Promise<PublishedWeights> {
+    return new Map([['w', new Float32Array([this.version])]]);
+  }
+
+  async saveCheckpoint(): Promise<string> {
+    this.calls.push(`save ${this.version}`);
+    return `/ckpt/step-${this.version}`;
+  }
+
+  async resume(step?: number): Promise<number> {
+    this.calls.push(`resume ${step}`);
+    this.version = step ?? this.version;
+    return this.version;
+  }
+}
+
+/** A job's spec from the lines under `spec:` after track, method and model (YAML flow maps). */
+export function testSpec(lines: string, o: { track?: string; method?: string } = {}): RLJobSpec {
+  return parseManifest(
+    `apiVersion: clawray.dev/v1\nkind: RLJob\nmetadata: { name: m }\nspec:\n  track: ${o.track ?? 'toolcall'}\n  method: ${o.method ?? 'rl'}\n  model: { path: ./m }\n${lines}`,
+    'job.yaml',
+  ).spec;
+}
+
+/** A job context over `spec` whose log is `lines`, with metrics of its own and a clock the test moves. */
+export function testContext(spec: RLJobSpec) {
+  const lines: string[] = [];
+  const clock = { ms: 0 };
+  const registry = new Registry();
+  const ctx = jobContext({
+    spec,
+    job: 'm',
+    submissionId: 'm-1',
+    log: (line) => lines.push(line),
+    metrics: new JobMetrics(registry),
+    now: () => clock.ms,
+  });
+  return { ctx, lines, clock, registry };
 }
