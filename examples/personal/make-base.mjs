@@ -3,16 +3,17 @@
  * Builds examples/personal/base: the personal track's base policy, a tiny model fine-tuned with
  * clawray's SFT step on chats generated from the simulated user's request templates: plain
  * answers in words, answers that follow an OPD name hint, and sessions where the user corrects
- * a reply without their name, after which the base heeds the correction 10% of the time (an
+ * a reply without their name, after which the base heeds the correction 30% of the time (an
  * instruct model that sometimes follows a correction in its context). No download; the same
  * flags write the same model. name.yaml starts from it.
  *
- * Defaults are the example's recipe: 500 steps of 8 at lr 5e-3 on 771 chats from 128 sessions
- * of 4 turns, half of them corrected (11 min on 2 free cores, 17 min on a shared machine).
+ * Defaults are the example's recipe: 500 steps of 8 at lr 5e-3 on 660 chats from 128 sessions
+ * of 4 turns, half of them corrected, 30% of the turns also hinted (10 min on 2 free cores,
+ * 17–22 min on a shared machine).
  *
  * Usage (after `npm run build`): node examples/personal/make-base.mjs [--out DIR] [--preset tiny]
  *   [--seed 0] [--steps 500] [--batch 8] [--lr 5e-3] [--turns 4] [--sessions 128] [--names Sam]
- *   [--corrected 0.5] [--heed 0.1] [--log-every 50] [--force]
+ *   [--corrected 0.5] [--heed 0.3] [--hint-share 0.3] [--log-every 50] [--force]
  * @writes ./base
  */
 import { dirname, join } from 'node:path';
@@ -43,6 +44,12 @@ const result = await buildPersonalBase({
     // name: with --heed 0 the job stays at 0.03 (the student gives "Sam," no probability to move).
     correctedShare: Number(opt('corrected', 0.5)),
     heedShare: Number(opt('heed', 0.3)),
+    // Hinted chats teach the teacher to follow the hint, and every one of them opens with "Sam,":
+    // at half the turns base seed 2 also opened 6 of 16 unhinted first replies with it (the job
+    // started at 0.26–0.37, not ≤ 0.2); at 30% no base does (starts 0.00–0.11), and the teacher
+    // still follows the hint. At 20% a base (seed 1) carried an earlier correction into later
+    // requests' first replies instead (starts 0.28–0.32).
+    hintShare: Number(opt('hint-share', 0.3)),
   },
   logEvery: countOption('log-every', 50),
   overwrite: args.includes('--force'),
