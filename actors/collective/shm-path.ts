@@ -6,9 +6,8 @@
  * writing (transport.ts).
  */
 import { EMPTY, type Operation, type SendFrame } from './operation.js';
-import type { ReduceKernel } from './reduce-kernel.js';
 import { type SharedMemory, type SharedRegion, sharedMemory } from './shared-memory.js';
-import { planShmAllReduce, shmRegionFloats } from './shm-allreduce.js';
+import { planShmAllReduce, type ShmAllReduceInput, shmRegionFloats } from './shm-allreduce.js';
 
 export interface RegionAgreementInput {
   rank: number;
@@ -83,15 +82,9 @@ export async function agreeOnRegion(
   return { unavailable: reason ?? `${failed[0]} rank(s) could not map the group's shared memory` };
 }
 
-export interface ShmAllReduceOperation {
+/** The plan's input, with the group's mapped region in place of its floats, and the ring. */
+export interface ShmAllReduceOperation extends Omit<ShmAllReduceInput, 'region'> {
   region: SharedRegion;
-  rank: number;
-  worldSize: number;
-  windowFloats: number;
-  buffer: Float32Array;
-  kernel: ReduceKernel;
-  /** 1 for a sum, the world size for a mean. */
-  divideBy: number;
   send: SendFrame;
   /** False once the group failed or closed: no more work touches the region. */
   live(): boolean;

@@ -17,11 +17,11 @@ import {
   type RowBuffers,
   type Sampled,
   type SamplingParams,
-  type UsedSampling,
   sample,
   sampleLogprobs,
   seededRandom,
   topOfLogprobs,
+  type UsedSampling,
 } from './sampler.js';
 
 export interface GenerateRequest {

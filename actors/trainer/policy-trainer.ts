@@ -286,6 +286,21 @@ interface DistillGrid {
   tokens: number;
 }
 
+/** What one pass reads back, in one transfer, in this order. */
+const PASS_STATS = [
+  'loss',
+  'pgSum',
+  'klSum',
+  'entropySum',
+  'clipFraction',
+  'freshDiffSum',
+  'staleDiffSum',
+  'tisSum',
+  'truncatedSum',
+  'distillSum',
+] as const;
+type PassStat = (typeof PASS_STATS)[number];
+
 /** The default memory budget of one forward/backward pass (`passMemoryBytes`). */
 export const DEFAULT_PASS_MEMORY_BYTES = 1024 * 2 ** 20;
 /** What one pass may need on wasm: its heap is capped at 4 GiB and also holds the model. */
@@ -708,20 +723,8 @@ export class PolicyTrainer {
       const { total, ...parts } = this.tokenLoss(logits, logprobs, mask, batch, method);
       const distill = method === 'rl' ? this.distillLoss(logits, batch) : undefined;
       const loss = tf.div(distill ? tf.add(total, distill.total) : total, globalTokens) as tf.Scalar;
-      stats = tf.keep(
-        tf.stack([
-          loss,
-          parts.pgSum,
-          parts.klSum,
-          parts.entropySum,
-          parts.clipFraction,
-          parts.freshDiffSum,
-          parts.staleDiffSum,
-          parts.tisSum,
-          parts.truncatedSum,
-          distill?.sum ?? tf.scalar(0),
-        ]),
-      );
+      const sums: Record<PassStat, tf.Scalar> = { ...parts, loss, distillSum: distill?.sum ?? tf.scalar(0) };
+      stats = tf.keep(tf.stack(PASS_STATS.map((name) => sums[name])));
       read = stats.data() as Promise<Float32Array>;
       return loss;
     }, vars);
@@ -734,30 +737,13 @@ export class PolicyTrainer {
     } finally {
       stats!.dispose();
     }
-    const [
-      loss,
-      pgSum,
-      klSum,
-      entropySum,
-      clipFraction,
-      freshDiffSum,
-      staleDiffSum,
-      tisSum,
-      truncatedSum,
-      distillSum,
-    ] = numbers;
+    const sums = Object.fromEntries(PASS_STATS.map((name, i) => [name, numbers[i]])) as Record<
+      PassStat,
+      number
+    >;
     return {
       grads: byName,
-      loss,
-      pgSum,
-      klSum,
-      entropySum,
-      clipFraction,
-      freshDiffSum,
-      staleDiffSum,
-      tisSum,
-      truncatedSum,
-      distillSum,
+      ...sums,
       tokens: batch.tokens,
       distilled: method === 'rl' && batch.distill !== undefined,
       distillTokens: method === 'rl' ? (batch.distill?.tokens ?? 0) : 0,
