@@ -22,6 +22,17 @@ export function countOption(name, fallback) {
   return n;
 }
 
+/** `--name X` as a number from 0 to 1 (the fallback when absent); anything else ends the script. */
+export function fractionOption(name, fallback) {
+  const raw = option(name, String(fallback));
+  const x = Number(raw);
+  if (raw === undefined || raw.trim() === '' || !(x >= 0 && x <= 1)) {
+    console.error(`--${name} must be a number from 0 to 1, got ${raw === undefined ? 'nothing' : `'${raw}'`}`);
+    process.exit(2);
+  }
+  return x;
+}
+
 /** mulberry32: uniform floats in [0, 1) from a 32-bit seed. */
 export function seededRandom(seed) {
   let state = seed >>> 0;

@@ -213,6 +213,30 @@ describe.skipIf(noAdapter !== null)('PolicyTrainer on webgpu matches wasm', () =
     expectClose(got, want);
   });
 
+  it('keeps earlier versions on the device for the mismatch of stale samples: the figures of wasm, no tensor left', async () => {
+    // Drawn by version 0, trained at versions 0, 1 and 2 with a window of one version: fresh,
+    // stale and scored under the kept weights, then too stale for the window.
+    const samples = batch('rl').map((s) => ({ ...s, weightVersion: 0 }));
+    const o = { ...options('rl'), lagWindow: 1 };
+    const want = await train('wasm', samples, o, { lora: true, steps: 3 });
+    const got = await train('webgpu', samples, o, { lora: true, steps: 3 });
+    expect(got.updates[0]).toBe('device');
+    const tokens = PolicyTrainer.countTokens(samples);
+    expect(got.metrics.map((m) => [m.mismatchTokens, m.policyLagTokens, m.policyLagVersions])).toEqual([
+      [tokens, 0, null],
+      [tokens, tokens, 1],
+      [0, tokens, 2],
+    ]);
+    got.metrics.forEach((m, s) => {
+      for (const key of ['mismatch', 'policyLag'] as const) {
+        const w = want.metrics[s][key];
+        if (w === null) expect(m[key]).toBeNull();
+        else expect(m[key]!).toBeCloseTo(w, 4);
+      }
+    });
+    expectClose(got, want);
+  });
+
   it('skips a step whose loss is not finite on one rank, on both, and trains on', async () => {
     expect(await selectBackend('webgpu')).toBe('webgpu');
     const samples = batch('rl');

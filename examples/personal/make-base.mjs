@@ -20,7 +20,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ClawrayError } from '../../dist/common/errors.js';
 import { buildPersonalBase, sampleBaseReplies } from '../../dist/jobs/rl/personal-base.js';
-import { countOption, option as opt } from '../task-gen.mjs';
+import { countOption, fractionOption, option as opt } from '../task-gen.mjs';
 
 const args = process.argv.slice(2);
 const here = dirname(fileURLToPath(import.meta.url));
@@ -42,14 +42,14 @@ const result = await buildPersonalBase({
     names: opt('names', 'Sam').split(','),
     // Without corrections heeded now and then, OPD from the policy's own samples never finds the
     // name: with --heed 0 the job stays at 0.03 (the student gives "Sam," no probability to move).
-    correctedShare: Number(opt('corrected', 0.5)),
-    heedShare: Number(opt('heed', 0.3)),
+    correctedShare: fractionOption('corrected', 0.5),
+    heedShare: fractionOption('heed', 0.3),
     // Hinted chats teach the teacher to follow the hint, and every one of them opens with "Sam,":
     // at half the turns base seed 2 also opened 6 of 16 unhinted first replies with it (the job
     // started at 0.26–0.37, not ≤ 0.2); at 30% no base does (starts 0.00–0.11), and the teacher
     // still follows the hint. At 20% a base (seed 1) carried an earlier correction into later
     // requests' first replies instead (starts 0.28–0.32).
-    hintShare: Number(opt('hint-share', 0.3)),
+    hintShare: fractionOption('hint-share', 0.3),
   },
   logEvery: countOption('log-every', 50),
   overwrite: args.includes('--force'),
