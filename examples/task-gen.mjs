@@ -27,7 +27,9 @@ export function fractionOption(name, fallback) {
   const raw = option(name, String(fallback));
   const x = Number(raw);
   if (raw === undefined || raw.trim() === '' || !(x >= 0 && x <= 1)) {
-    console.error(`--${name} must be a number from 0 to 1, got ${raw === undefined ? 'nothing' : `'${raw}'`}`);
+    console.error(
+      `--${name} must be a number from 0 to 1, got ${raw === undefined ? 'nothing' : `'${raw}'`}`,
+    );
     process.exit(2);
   }
   return x;
