@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { MemoryTrajectoryBuffer } from '../jobs/buffer/memory-buffer.js';
 import { RedisTrajectoryBuffer } from '../jobs/buffer/redis-buffer.js';
-import type { TrajectoryBuffer, TrajectoryRecord } from '../jobs/buffer/types.js';
+import { RECORD_SCHEMA_VERSION, type TrajectoryBuffer, type TrajectoryRecord } from '../jobs/buffer/types.js';
 
 const round = (x: number) => Math.round(x);
 
@@ -19,6 +19,7 @@ export const CONCURRENT_BATCHES = 4;
 
 export function record(i: number, run: string): TrajectoryRecord {
   return {
+    schemaVersion: RECORD_SCHEMA_VERSION,
     trajectoryId: `${run}-${i}`,
     sessionId: `session-${i % 64}`,
     turn: i % 16,
@@ -35,6 +36,14 @@ export function record(i: number, run: string): TrajectoryRecord {
     hint: null,
     weightVersion: 3,
     createdAtMs: Date.now(),
+    responseText: 'ls /tmp | wc -l',
+    sampling: { temperature: 0.6, topP: 0.95, topK: 20, seed: i },
+    group: { id: `${run}-g${i >> 2}`, size: 4, index: i % 4 },
+    episode: { id: `${run}-e${i}`, turns: 1, finalMessages: null },
+    task: { id: `task-${i % 512}`, reference: { reward: 1, testsPassed: 2, testsTotal: 2 } },
+    requestId: null,
+    judgement: null,
+    teacher: null,
   };
 }
 

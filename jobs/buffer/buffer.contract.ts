@@ -7,13 +7,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../common/errors.js';
-import type { BufferOptions, TrajectoryBuffer, TrajectoryRecord } from './types.js';
+import {
+  type BufferOptions,
+  RECORD_SCHEMA_VERSION,
+  type TrajectoryBuffer,
+  type TrajectoryRecord,
+} from './types.js';
 
 let counter = 0;
 
 export function makeRecord(overrides: Partial<TrajectoryRecord> = {}): TrajectoryRecord {
   const n = counter++;
   return {
+    schemaVersion: RECORD_SCHEMA_VERSION,
     trajectoryId: `traj-${n}`,
     sessionId: 'session-1',
     turn: n,
@@ -30,6 +36,14 @@ export function makeRecord(overrides: Partial<TrajectoryRecord> = {}): Trajector
     hint: null,
     weightVersion: 7,
     createdAtMs: 1_700_000_000_000 + n,
+    responseText: 'an answer',
+    sampling: { temperature: 0.6, topP: 0.95, topK: 20, seed: n },
+    group: { id: `group-${n}`, size: 1, index: 0 },
+    episode: { id: `episode-${n}`, turns: 1, finalMessages: null },
+    task: null,
+    requestId: `chatcmpl-${n}`,
+    judgement: { reward: 1, step: null, feedback: null, atLeastOne: false },
+    teacher: null,
     ...overrides,
   };
 }

@@ -345,6 +345,12 @@ function cloneRecord(r: TrajectoryRecord): TrajectoryRecord {
     logprobs: r.logprobs.slice(),
     nextState: r.nextState === null ? null : structuredClone(r.nextState),
     votes: r.votes.slice(),
+    sampling: { ...r.sampling },
+    group: { ...r.group },
+    episode: r.episode.finalMessages === null ? { ...r.episode } : structuredClone(r.episode),
+    task: r.task === null ? null : structuredClone(r.task),
+    judgement: r.judgement === null ? null : structuredClone(r.judgement),
+    teacher: r.teacher === null ? null : structuredClone(r.teacher),
   };
   if (r.extra !== undefined) copy.extra = structuredClone(r.extra);
   return copy;

@@ -15,7 +15,14 @@ import { endianness } from 'node:os';
 import { Unpackr } from 'msgpackr';
 import { ConfigError } from '../../common/errors.js';
 import { MsgpackWriter, packr } from './msgpack-writer.js';
-import { parseRecordRest, parseTrajectoryRecord, type TrajectoryRecord } from './types.js';
+import { upgradeRecord } from './record-upgrade.js';
+import {
+  parseRecordRest,
+  parseTrajectoryRecord,
+  RECORD_SCHEMA_VERSION,
+  recordMismatch,
+  type TrajectoryRecord,
+} from './types.js';
 
 export const TRAJECTORY_FIELD = 't';
 export const PAYLOAD_FIELD = 'p';
@@ -61,16 +68,16 @@ const KEY_LOGPROBS = Buffer.from(packr.pack('logprobs'));
  * schema outputs it), then the three arrays as `bin` values. Returns its trajectoryId; throws
  * as `encodeRecords` does.
  */
-export function writeRecord(out: MsgpackWriter, value: unknown): string {
+export function writeRecord(out: MsgpackWriter, given: unknown): string {
+  const value = upgradeRecord(given);
   const v = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>;
   const { promptTokenIds, tokenIds, logprobs } = v;
   if (!Array.isArray(promptTokenIds) || !Array.isArray(tokenIds) || !Array.isArray(logprobs)) {
     return fail(value);
   }
-  if (logprobs.length !== tokenIds.length) return fail(value);
-  const rest = parseRecordRest(v) as Record<string, unknown> | undefined;
-  if (rest === undefined) return fail(value);
-  const keys = Object.keys(rest);
+  const rest = parseRecordRest(v);
+  if (rest === undefined || recordMismatch({ ...rest, tokenIds, logprobs }) !== undefined) return fail(value);
+  const keys = Object.keys(rest) as (keyof typeof rest)[];
   out.mapHeader(keys.length + 3);
   for (const key of keys) {
     out.value(key);
@@ -79,22 +86,30 @@ export function writeRecord(out: MsgpackWriter, value: unknown): string {
   if (!out.uint32Bin(KEY_PROMPT, promptTokenIds)) return fail(value, 'promptTokenIds');
   if (!out.uint32Bin(KEY_TOKENS, tokenIds)) return fail(value, 'tokenIds');
   if (!out.float64Bin(KEY_LOGPROBS, logprobs)) return fail(value);
-  return rest.trajectoryId as string;
+  return rest.trajectoryId;
 }
 
-/** Decodes an entry's record field (either format). Stored records were validated on append. */
+/**
+ * Decodes an entry's record field (either format). Stored records were validated on append; one
+ * an older clawray stored (record schema 1) is upgraded and validated here, or refused by field.
+ */
 export function decodeRecord(field: string, value: Buffer): TrajectoryRecord {
   if (field === RECORD_FIELD) {
     const r = unpackr.unpack(value) as Record<string, unknown>;
     r.promptTokenIds = uint32s(r.promptTokenIds, 'promptTokenIds');
     r.tokenIds = uint32s(r.tokenIds, 'tokenIds');
     r.logprobs = float64s(r.logprobs);
-    return r as TrajectoryRecord;
+    return current(r);
   }
-  if (field === LEGACY_JSON_FIELD) return JSON.parse(value.toString('utf8')) as TrajectoryRecord;
+  if (field === LEGACY_JSON_FIELD)
+    return current(JSON.parse(value.toString('utf8')) as Record<string, unknown>);
   throw new ConfigError(`stream entry field ${JSON.stringify(field)} is not a trajectory record`, {
     fields: { field },
   });
+}
+
+function current(r: Record<string, unknown>): TrajectoryRecord {
+  return r.schemaVersion === RECORD_SCHEMA_VERSION ? (r as TrajectoryRecord) : parseTrajectoryRecord(r);
 }
 
 /** Where an entry's record is: a field of the payloads hash, or inline in the entry. */

@@ -7,12 +7,21 @@
  * undefined, and the caller runs the schema, which accepts it or reports the error: the error
  * messages are the schema's alone.
  */
-import type { Message, RecordRest } from './types.js';
+import {
+  type Message,
+  RECORD_SCHEMA_VERSION,
+  type RecordJudgement,
+  type RecordReference,
+  type RecordRest,
+  type RecordSampling,
+  type RecordTeacher,
+} from './record-schema.js';
 
 export function checkRecordRest(value: unknown): RecordRest | undefined {
   if (!isPlain(value)) return undefined;
   const v = value as Record<string, unknown>;
   const {
+    schemaVersion,
     trajectoryId,
     sessionId,
     turn,
@@ -23,32 +32,38 @@ export function checkRecordRest(value: unknown): RecordRest | undefined {
     hint,
     weightVersion,
     createdAtMs,
+    responseText,
+    requestId,
   } = v;
+  if (schemaVersion !== RECORD_SCHEMA_VERSION) return undefined;
   if (!isText(trajectoryId) || !isText(sessionId) || !isCount(turn)) return undefined;
-  if (!Array.isArray(messages)) return undefined;
-  const outMessages = new Array<Message>(messages.length);
-  for (let i = 0; i < messages.length; i++) {
-    const m = checkMessage(messages[i]);
-    if (m === undefined) return undefined;
-    outMessages[i] = m;
-  }
+  const outMessages = checkMessages(messages);
+  if (outMessages === undefined) return undefined;
   let outNext: Message | null = null;
   if (nextState !== null) {
     const m = checkMessage(nextState);
     if (m === undefined) return undefined;
     outNext = m;
   }
-  if (!Array.isArray(votes)) return undefined;
-  const outVotes = new Array<number>(votes.length);
-  for (let i = 0; i < votes.length; i++) {
-    const x = votes[i];
-    if (!isFiniteNumber(x)) return undefined;
-    outVotes[i] = x;
-  }
+  const outVotes = copyNumbers(votes);
+  if (outVotes === undefined) return undefined;
   if (score !== null && !isFiniteNumber(score)) return undefined;
   if (hint !== null && typeof hint !== 'string') return undefined;
   if (!isCount(weightVersion) || !isCount(createdAtMs)) return undefined;
+  if (typeof responseText !== 'string') return undefined;
+  const sampling = checkSampling(v.sampling);
+  const group = checkGroup(v.group);
+  const episode = checkEpisode(v.episode);
+  const task = v.task === null ? null : checkTask(v.task);
+  if (sampling === undefined || group === undefined || episode === undefined || task === undefined) {
+    return undefined;
+  }
+  if (requestId !== null && !isText(requestId)) return undefined;
+  const judgement = v.judgement === null ? null : checkJudgement(v.judgement);
+  const teacher = v.teacher === null ? null : checkTeacher(v.teacher);
+  if (judgement === undefined || teacher === undefined) return undefined;
   const out: RecordRest = {
+    schemaVersion,
     trajectoryId,
     sessionId,
     turn,
@@ -59,6 +74,14 @@ export function checkRecordRest(value: unknown): RecordRest | undefined {
     hint,
     weightVersion,
     createdAtMs,
+    responseText,
+    sampling,
+    group,
+    episode,
+    task,
+    requestId,
+    judgement,
+    teacher,
   };
   // An optional key: absent stays absent, an explicit undefined is kept (as the schema does).
   if (Object.hasOwn(v, 'extra')) {
@@ -69,6 +92,169 @@ export function checkRecordRest(value: unknown): RecordRest | undefined {
       if (copy === undefined) return undefined;
       out.extra = copy;
     }
+  }
+  return out;
+}
+
+function checkSampling(value: unknown): RecordSampling | undefined {
+  if (!isPlain(value)) return undefined;
+  const { temperature, topP, topK, seed } = value as Record<string, unknown>;
+  if (!isFiniteNumber(temperature) || temperature < 0) return undefined;
+  if (topP !== null && !(isFiniteNumber(topP) && topP > 0 && topP <= 1)) return undefined;
+  if (topK !== null && !isCount(topK)) return undefined;
+  if (seed !== null && !Number.isSafeInteger(seed)) return undefined;
+  return { temperature, topP, topK, seed: seed as number | null };
+}
+
+function checkGroup(value: unknown): RecordRest['group'] | undefined {
+  if (!isPlain(value)) return undefined;
+  const { id, size, index } = value as Record<string, unknown>;
+  if (!isText(id) || !isCount(size) || size < 1 || !isCount(index)) return undefined;
+  return { id, size, index };
+}
+
+function checkEpisode(value: unknown): RecordRest['episode'] | undefined {
+  if (!isPlain(value)) return undefined;
+  const { id, turns, finalMessages } = value as Record<string, unknown>;
+  if (!isText(id) || !isCount(turns) || turns < 1) return undefined;
+  if (finalMessages === null) return { id, turns, finalMessages: null };
+  const messages = checkMessages(finalMessages);
+  return messages === undefined ? undefined : { id, turns, finalMessages: messages };
+}
+
+/** Only references without optional keys left undefined take this path (the schema keeps those). */
+function checkTask(value: unknown): RecordRest['task'] | undefined {
+  if (!isPlain(value)) return undefined;
+  const { id, reference } = value as Record<string, unknown>;
+  if (!isText(id) || !isPlain(reference)) return undefined;
+  const r = reference as Record<string, unknown>;
+  if (!isFiniteNumber(r.reward)) return undefined;
+  const out: RecordReference = { reward: r.reward };
+  if (Object.hasOwn(r, 'custom')) {
+    if (r.custom !== null && !isFiniteNumber(r.custom)) return undefined;
+    out.custom = r.custom as number | null;
+  }
+  if (Object.hasOwn(r, 'answer')) {
+    if (typeof r.answer !== 'string') return undefined;
+    out.answer = r.answer;
+  }
+  for (const key of ['testsPassed', 'testsTotal'] as const) {
+    if (!Object.hasOwn(r, key)) continue;
+    const x = r[key];
+    if (!isCount(x)) return undefined;
+    out[key] = x;
+  }
+  return { id, reference: out };
+}
+
+function checkJudgement(value: unknown): RecordJudgement | undefined {
+  if (!isPlain(value)) return undefined;
+  const { reward, step, feedback, atLeastOne } = value as Record<string, unknown>;
+  if (!isNumberOrNull(reward) || typeof atLeastOne !== 'boolean') return undefined;
+  let outStep: RecordJudgement['step'] = null;
+  if (step !== null) {
+    if (!isPlain(step)) return undefined;
+    const s = step as Record<string, unknown>;
+    const span = s.span;
+    if (!isCount(s.index) || !isNumberOrNull(s.reward) || !isNumberOrNull(s.outcome)) return undefined;
+    if (!Array.isArray(span) || span.length !== 2 || !isCount(span[0]) || !isCount(span[1])) return undefined;
+    outStep = { index: s.index, span: [span[0], span[1]], reward: s.reward, outcome: s.outcome };
+  }
+  let outFeedback: RecordJudgement['feedback'] = null;
+  if (feedback !== null) {
+    if (!isPlain(feedback)) return undefined;
+    const f = feedback as Record<string, unknown>;
+    if (typeof f.at !== 'string') return undefined;
+    outFeedback = {} as NonNullable<RecordJudgement['feedback']>;
+    if (Object.hasOwn(f, 'reward')) {
+      if (!isFiniteNumber(f.reward)) return undefined;
+      outFeedback.reward = f.reward;
+    }
+    if (Object.hasOwn(f, 'correction')) {
+      if (typeof f.correction !== 'string') return undefined;
+      outFeedback.correction = f.correction;
+    }
+    outFeedback.at = f.at;
+  }
+  return { reward, step: outStep, feedback: outFeedback, atLeastOne };
+}
+
+function checkTeacher(value: unknown): RecordTeacher | undefined {
+  if (!isPlain(value)) return undefined;
+  const { logprobs, topK, reply, hintOverlap, hintCandidates } = value as Record<string, unknown>;
+  const outLogprobs = copyNumbers(logprobs);
+  if (outLogprobs === undefined) return undefined;
+  const outTopK = topK === null ? null : checkRows(topK);
+  if (outTopK === undefined) return undefined;
+  let outReply: RecordTeacher['reply'] = null;
+  if (reply !== null) {
+    if (!isPlain(reply)) return undefined;
+    const r = reply as Record<string, unknown>;
+    const tokenIds = copyCounts(r.tokenIds);
+    const replyLogprobs = copyNumbers(r.logprobs);
+    const rows = checkRows(r.teacherTopK);
+    if (
+      tokenIds === undefined ||
+      tokenIds.length === 0 ||
+      replyLogprobs === undefined ||
+      rows === undefined
+    ) {
+      return undefined;
+    }
+    outReply = { tokenIds, logprobs: replyLogprobs, teacherTopK: rows };
+  }
+  if (!isNumberOrNull(hintOverlap)) return undefined;
+  if (hintCandidates !== null && !(isCount(hintCandidates) && hintCandidates >= 1)) return undefined;
+  return {
+    logprobs: outLogprobs,
+    topK: outTopK,
+    reply: outReply,
+    hintOverlap,
+    hintCandidates: hintCandidates as number | null,
+  };
+}
+
+function checkRows(value: unknown): NonNullable<RecordTeacher['topK']> | undefined {
+  if (!isPlain(value)) return undefined;
+  const { k, ids, logprobs } = value as Record<string, unknown>;
+  if (!isCount(k) || k < 1) return undefined;
+  const outIds = copyCounts(ids);
+  const outLogprobs = copyNumbers(logprobs);
+  if (outIds === undefined || outLogprobs === undefined) return undefined;
+  return { k, ids: outIds, logprobs: outLogprobs };
+}
+
+function checkMessages(value: unknown): Message[] | undefined {
+  if (!Array.isArray(value)) return undefined;
+  const out = new Array<Message>(value.length);
+  for (let i = 0; i < value.length; i++) {
+    const m = checkMessage(value[i]);
+    if (m === undefined) return undefined;
+    out[i] = m;
+  }
+  return out;
+}
+
+/** A fresh array of finite numbers, or undefined. */
+function copyNumbers(value: unknown): number[] | undefined {
+  if (!Array.isArray(value)) return undefined;
+  const out = new Array<number>(value.length);
+  for (let i = 0; i < value.length; i++) {
+    const x = value[i];
+    if (!isFiniteNumber(x)) return undefined;
+    out[i] = x;
+  }
+  return out;
+}
+
+/** A fresh array of non-negative safe integers, or undefined. */
+function copyCounts(value: unknown): number[] | undefined {
+  if (!Array.isArray(value)) return undefined;
+  const out = new Array<number>(value.length);
+  for (let i = 0; i < value.length; i++) {
+    const x = value[i];
+    if (!isCount(x)) return undefined;
+    out[i] = x;
   }
   return out;
 }
@@ -120,4 +306,8 @@ function isCount(x: unknown): x is number {
 
 function isFiniteNumber(x: unknown): x is number {
   return typeof x === 'number' && Number.isFinite(x);
+}
+
+function isNumberOrNull(x: unknown): x is number | null {
+  return x === null || isFiniteNumber(x);
 }

@@ -3,54 +3,18 @@
  * consumer-group interface, implemented over Redis Streams (`redis-buffer.ts`) and in memory
  * (`memory-buffer.ts`). `buffer.contract.ts` holds the behaviour both must share.
  */
-import { z } from 'zod';
-import { ConfigError } from '../../common/errors.js';
 import { checkRecordRest } from './record-rest.js';
+import {
+  type RecordRest,
+  RecordRestSchema,
+  recordError,
+  recordMismatch,
+  type TrajectoryRecord,
+  TrajectoryRecordSchema,
+} from './record-schema.js';
+import { upgradeRecord } from './record-upgrade.js';
 
-/** A chat message as OpenClaw-RL records it (`role`, `content`, tool calls, ...); extra keys kept. */
-export const MessageSchema = z.looseObject({
-  role: z.string().min(1),
-  content: z.unknown(),
-});
-export type Message = z.infer<typeof MessageSchema>;
-
-const RecordShape = z.object({
-  /** Idempotency key: appending the same id twice stores it once. */
-  trajectoryId: z.string().min(1),
-  sessionId: z.string().min(1),
-  turn: z.number().int().nonnegative(),
-  messages: z.array(MessageSchema),
-  promptTokenIds: z.array(z.number().int().nonnegative()),
-  tokenIds: z.array(z.number().int().nonnegative()),
-  /** One per response token (OpenClaw-RL truncates or zero-pads them to match `tokenIds`). */
-  logprobs: z.array(z.number()),
-  /** The message that followed this turn (user reply, tool result), or null at the end. */
-  nextState: MessageSchema.nullable(),
-  /** The PRM judge's m votes (+1 / -1 / 0 for invalid). */
-  votes: z.array(z.number()),
-  /** Majority / mean of the votes; null until judged. */
-  score: z.number().nullable(),
-  /** OPD hindsight hint (the longest +1 hint), or null. */
-  hint: z.string().nullable(),
-  /** The policy weight version that produced the response. */
-  weightVersion: z.number().int().nonnegative(),
-  createdAtMs: z.number().int().nonnegative(),
-  extra: z.record(z.string(), z.unknown()).optional(),
-});
-
-export const TrajectoryRecordSchema = RecordShape.superRefine((r, ctx) => {
-  if (r.logprobs.length !== r.tokenIds.length) {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['logprobs'],
-      message: `has ${r.logprobs.length} entries but tokenIds has ${r.tokenIds.length}`,
-    });
-  }
-});
-
-/** Every field but the three long number arrays, which are checked by hand (see `fastParse`). */
-export const RecordRestSchema = RecordShape.omit({ promptTokenIds: true, tokenIds: true, logprobs: true });
-export type RecordRest = z.infer<typeof RecordRestSchema>;
+export * from './record-schema.js';
 
 /**
  * The record's small fields as the schema outputs them, or undefined if it refuses them: the
@@ -63,29 +27,18 @@ export function parseRecordRest(value: unknown): RecordRest | undefined {
   return rest.success ? rest.data : undefined;
 }
 
-export type TrajectoryRecord = z.infer<typeof TrajectoryRecordSchema>;
-
 /**
- * Validates one record; throws ConfigError naming the first bad field, e.g.
+ * Validates one record (a schema-1 record is upgraded first, record-upgrade.ts); throws
+ * ConfigError naming the first bad field, e.g.
  * `invalid trajectory record "t1": tokenIds.3: Invalid input: expected number, received string`.
  */
 export function parseTrajectoryRecord(value: unknown, where?: string): TrajectoryRecord {
-  const fast = fastParse(value);
+  const current = upgradeRecord(value, where);
+  const fast = fastParse(current);
   if (fast !== undefined) return fast;
-  const result = TrajectoryRecordSchema.safeParse(value);
+  const result = TrajectoryRecordSchema.safeParse(current);
   if (result.success) return result.data;
-  const tid =
-    typeof value === 'object' &&
-    value !== null &&
-    typeof (value as { trajectoryId?: unknown }).trajectoryId === 'string'
-      ? ` ${JSON.stringify((value as { trajectoryId: string }).trajectoryId)}`
-      : '';
-  const issue = result.error.issues[0]!;
-  const field = issue.path.length > 0 ? issue.path.map(String).join('.') : '(record)';
-  throw new ConfigError(
-    `invalid trajectory record${tid}${where ? ` (${where})` : ''}: ${field}: ${issue.message}`,
-    { fields: { field, trajectoryId: tid ? tid.trim().slice(1, -1) : undefined } },
-  );
+  throw recordError(current, result.error.issues[0]!, where);
 }
 
 export interface BufferEntry {
@@ -244,11 +197,11 @@ function fastParse(value: unknown): TrajectoryRecord | undefined {
   const tokenIds = copyTokenIds(v.tokenIds);
   const logprobs = copyLogprobs(v.logprobs);
   if (promptTokenIds === undefined || tokenIds === undefined || logprobs === undefined) return undefined;
-  if (logprobs.length !== tokenIds.length) return undefined;
   // The rest schema strips unknown keys (the arrays among them) as the full schema would.
   const rest = parseRecordRest(v);
   if (rest === undefined) return undefined;
-  return { ...rest, promptTokenIds, tokenIds, logprobs };
+  const record = { ...rest, promptTokenIds, tokenIds, logprobs };
+  return recordMismatch(record) === undefined ? record : undefined;
 }
 
 function copyTokenIds(a: unknown): number[] | undefined {

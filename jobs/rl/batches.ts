@@ -4,28 +4,19 @@
  * rollout logprob gap per token (OPD), or both (combine: w_opd·(teacher − old) + w_rl·A), and
  * the temperature it was sampled with (the trainer scores at it).
  *
- * Top-K distillation (a turn whose record has `extra.teacherTopK`, train.distillTopK): the
+ * Top-K distillation (a turn whose record has `teacher.topK`, train.distillTopK): the
  * teacher's top-K replaces the sampled-token gap teacher − old, which is a one-sample estimate
  * of the same reverse KL's gradient. opd: advantage 0, the sample's loss is the top-K KL
  * (distillWeight 1); combine: advantage w_rl·A in the PPO term plus w_opd · the top-K KL
  * (distillWeight w_opd), so w_opd weighs the distillation exactly where it weighed the gap.
  * With train.distillOn teacher | both, a turn that carries the teacher's own reply under the hint
- * (`extra.teacherReply`) also gives a sample of that reply after the turn's own prompt, distilled
+ * (`teacher.reply`) also gives a sample of that reply after the turn's own prompt, distilled
  * the same way (advantage 0): context distillation.
  */
 import { combineAdvantages, grpoAdvantages } from '../../actors/trainer/advantages.js';
 import type { TeacherTopK, TrainSample } from '../../actors/trainer/policy-trainer.js';
-import type { TrajectoryRecord } from '../buffer/types.js';
-import type { TeacherReply } from './opd-teacher.js';
-
-/**
- * The temperature a turn was sampled with: `extra.temperature`, which records.ts (env tracks)
- * and personal-source.ts (live turns) set; 1 for records written before it was kept.
- */
-export function recordTemperature(r: TrajectoryRecord): number {
-  const t = r.extra?.temperature;
-  return typeof t === 'number' ? t : 1;
-}
+import { ConfigError } from '../../common/errors.js';
+import type { RecordJudgement, TrajectoryRecord } from '../buffer/types.js';
 
 export interface GroupKey {
   group: string;
@@ -35,13 +26,7 @@ export interface GroupKey {
 }
 
 export function groupKey(r: TrajectoryRecord): GroupKey {
-  const e = r.extra ?? {};
-  return {
-    group: String(e.group ?? r.trajectoryId),
-    groupSize: Number(e.groupSize ?? 1),
-    episode: String(e.episode ?? r.trajectoryId),
-    turns: Number(e.turns ?? 1),
-  };
+  return { group: r.group.id, groupSize: r.group.size, episode: r.episode.id, turns: r.episode.turns };
 }
 
 /** A complete group: its episodes' turns (in turn order) and the stream entries they came from. */
@@ -134,33 +119,21 @@ export interface BatchUse {
   nonFinite: string[];
 }
 
-const rewardOf = (episode: TrajectoryRecord[]) => Number(episode[0].extra?.reward ?? 0);
-const finiteStepReward = (r: TrajectoryRecord) =>
-  r.extra?.stepReward === undefined || Number.isFinite(r.extra.stepReward);
-
-/** The teacher's top-K rows the judge stage stored on a turn (opd-teacher.ts), if any. */
-function teacherTopKOf(r: TrajectoryRecord): TeacherTopK | undefined {
-  const top = r.extra?.teacherTopK as TeacherTopK | undefined;
-  return top && typeof top.k === 'number' && Array.isArray(top.ids) && Array.isArray(top.logprobs)
-    ? top
-    : undefined;
+/** The judge stage's verdict on a turn; the trainer reads judged turns only. */
+function judgementOf(r: TrajectoryRecord): RecordJudgement {
+  if (r.judgement !== null) return r.judgement;
+  throw new ConfigError(
+    `trajectory record ${JSON.stringify(r.trajectoryId)}: judgement is null: only judged turns are trained`,
+    { fields: { field: 'judgement', trajectoryId: r.trajectoryId } },
+  );
 }
 
-/** The teacher's own reply the judge stage stored on a turn (train.distillOn), if well formed. */
-function teacherReplyOf(r: TrajectoryRecord): TeacherReply | undefined {
-  const reply = r.extra?.teacherReply as TeacherReply | undefined;
-  const top = reply?.teacherTopK;
-  return reply &&
-    Array.isArray(reply.tokenIds) &&
-    reply.tokenIds.length > 0 &&
-    Array.isArray(reply.logprobs) &&
-    reply.logprobs.length === reply.tokenIds.length &&
-    top &&
-    Array.isArray(top.ids) &&
-    top.ids.length === top.k * reply.tokenIds.length
-    ? reply
-    : undefined;
-}
+/** An episode's reward; NaN when the judge's value was not a finite number (the group is dropped). */
+const rewardOf = (episode: TrajectoryRecord[]) => judgementOf(episode[0]).reward ?? Number.NaN;
+const finiteStepReward = (r: TrajectoryRecord) => {
+  const step = judgementOf(r).step;
+  return step === null || step.reward !== null;
+};
 
 /**
  * OpenClaw-RL's step-wise estimator for process + outcome rewards (judging.ts writes each
@@ -169,9 +142,11 @@ function teacherReplyOf(r: TrajectoryRecord): TeacherReply | undefined {
  * signal. Returns per episode, per turn; undefined when the group has no step rewards.
  */
 function stepWiseAdvantages(group: TrajectoryRecord[][], single: boolean): number[][] | undefined {
-  if (!group.some((episode) => episode.some((r) => typeof r.extra?.stepReward === 'number')))
-    return undefined;
-  const value = (r: TrajectoryRecord) => Number(r.extra?.stepReward ?? r.extra?.reward ?? 0);
+  if (!group.some((episode) => episode.some((r) => judgementOf(r).step !== null))) return undefined;
+  const value = (r: TrajectoryRecord) => {
+    const j = judgementOf(r);
+    return j.step?.reward ?? j.reward ?? 0;
+  };
   const out = group.map((episode) => episode.map(() => 0));
   const steps = Math.max(...group.map((e) => e.length));
   for (let t = 0; t < steps; t++) {
@@ -228,20 +203,20 @@ export function buildSamples(
           use.truncated.push(r.trajectoryId);
           return;
         }
-        const temperature = recordTemperature(r);
+        const temperature = r.sampling.temperature;
         if (!(temperature > 0)) {
           use.greedy.push(r.trajectoryId);
           return;
         }
-        const teacher = (r.extra?.teacherLogprobs as number[] | undefined) ?? null;
-        const topK = teacherTopKOf(r);
+        const teacher = r.teacher?.logprobs ?? null;
+        const topK: TeacherTopK | undefined = r.teacher?.topK ?? undefined;
         // train.distillOn teacher | both: the teacher's own reply under the hint trains too.
-        const reply = (o.distillOn ?? 'student') === 'student' ? undefined : teacherReplyOf(r);
+        const reply = (o.distillOn ?? 'student') === 'student' ? undefined : (r.teacher?.reply ?? undefined);
         // distillOn teacher: the turn's own tokens are not distilled; its teacher's reply is.
         const ownTopK = reply && o.distillOn === 'teacher' ? undefined : topK;
         const distillWeight = o.method === 'combine' ? (o.combine?.opdWeight ?? 1) : 1;
         // Kept at advantage 0 by the at-least-one rule (judging.ts): it still counts as trained.
-        const keep = r.extra?.atLeastOne === true;
+        const keep = judgementOf(r).atLeastOne;
         let advantages: number | number[];
         if (o.method === 'rl') {
           advantages = a;

@@ -10,6 +10,7 @@ import { ContextLengthError } from '../../actors/rollout/rollout-engine.js';
 import type { ChatResult, RolloutEngine } from '../../actors/rollout/rollout-engine-actor.js';
 import type { ActorHandle } from '../../actors/runtime/actor-handle.js';
 import { errorOfClass } from '../../common/errors.js';
+import type { RecordSampling } from '../buffer/types.js';
 
 export interface Sampling {
   maxTokens: number;
@@ -26,11 +27,11 @@ export interface TurnSample {
   logprobs: number[];
   weightVersion: number;
   /**
-   * The temperature the turn was sampled with (its logprobs are under softmax(logits / T)): the
-   * engine's own report (`ChatResult.sampling`). A custom rollout that leaves it out gets the
-   * episode's `sampling.temperature`, what it asked the engine for.
+   * What the turn was sampled with (its logprobs are under softmax(logits / T)): the engine's own
+   * report (`ChatResult.sampling`). A custom rollout that leaves it out gets the episode's
+   * `sampling`, what it asked the engine for (records.ts).
    */
-  temperature?: number;
+  sampling?: RecordSampling;
   /** The assistant message the turn became. */
   action: Action;
 }
@@ -100,7 +101,7 @@ export const defaultRollout: RolloutFunction = async (ctx) => {
       tokenIds: result.tokenIds,
       logprobs: result.logprobs,
       weightVersion: result.weightVersion,
-      temperature: result.sampling.temperature,
+      sampling: { ...result.sampling },
       action,
     });
     const step = await ctx.step(action);

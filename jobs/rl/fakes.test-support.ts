@@ -6,24 +6,25 @@
  */
 import { Registry } from 'prom-client';
 import type { PublishedWeights } from '../../actors/trainer/weight-publisher.js';
-import type { TrajectoryRecord } from '../buffer/types.js';
+import { RECORD_SCHEMA_VERSION, type TrajectoryRecord } from '../buffer/types.js';
 import { parseManifest } from '../manifest/load.js';
 import type { RLJobSpec } from '../manifest/schema.js';
 import { jobContext } from './job-context.js';
 import { JobMetrics } from './job-metrics.js';
 import type { GroupStepResult } from './trainer-group.js';
 
-/** One group of `size` single-turn episodes with the given rewards, as judged records. */
+/** One group of `size` single-turn episodes with the given rewards, as judged records (T 1). */
 export function judgedGroup(
   group: number,
   rewards: number[],
   o: { weightVersion?: number; prefix?: string } = {},
 ): TrajectoryRecord[] {
   return rewards.map((reward, i) => {
-    const id = `${o.prefix ?? 'job'}-g${group}-e${i}-t0`;
+    const episode = `${o.prefix ?? 'job'}-g${group}-e${i}`;
     return {
-      trajectoryId: id,
-      sessionId: `${o.prefix ?? 'job'}-g${group}-e${i}`,
+      schemaVersion: RECORD_SCHEMA_VERSION,
+      trajectoryId: `${episode}-t0`,
+      sessionId: episode,
       turn: 0,
       messages: [{ role: 'user', content: `task ${group}` }],
       promptTokenIds: [1, 2, 3],
@@ -35,15 +36,49 @@ export function judgedGroup(
       hint: null,
       weightVersion: o.weightVersion ?? 0,
       createdAtMs: 0,
-      extra: {
-        group: `g${group}`,
-        groupSize: rewards.length,
-        episode: `${o.prefix ?? 'job'}-g${group}-e${i}`,
-        turns: 1,
-        reward,
-      },
+      responseText: 'an answer',
+      sampling: { temperature: 1, topP: 1, topK: 0, seed: i },
+      group: { id: `g${group}`, size: rewards.length, index: i },
+      episode: { id: episode, turns: 1, finalMessages: null },
+      task: { id: `task-${group}`, reference: { reward } },
+      requestId: null,
+      judgement: { reward, step: null, feedback: null, atLeastOne: false },
+      teacher: null,
     };
   });
+}
+
+/** A live turn as personal-source.ts records it (its own group of one, not judged yet), at `temperature`. */
+export function liveRecord(
+  id: string,
+  temperature: number,
+  overrides: Partial<TrajectoryRecord> = {},
+): TrajectoryRecord {
+  return {
+    schemaVersion: RECORD_SCHEMA_VERSION,
+    trajectoryId: id,
+    sessionId: id,
+    turn: 0,
+    messages: [],
+    promptTokenIds: [1, 2],
+    tokenIds: [3, 4],
+    logprobs: [-1, -1],
+    nextState: null,
+    votes: [],
+    score: null,
+    hint: null,
+    weightVersion: 0,
+    createdAtMs: 0,
+    responseText: 'x',
+    sampling: { temperature, topP: 1, topK: 0, seed: 1 },
+    group: { id, size: 1, index: 0 },
+    episode: { id, turns: 1, finalMessages: null },
+    task: null,
+    requestId: `chatcmpl-${id}`,
+    judgement: null,
+    teacher: null,
+    ...overrides,
+  };
 }
 
 export class FakeTrainer {

@@ -18,7 +18,8 @@ function episode(n: number): TrajectoryRecord[] {
     ...judgedGroup(n, [0])[0],
     trajectoryId: `ep${n}-t${turn}`,
     turn,
-    extra: { group: `g${n}`, groupSize: 1, episode: `ep${n}`, turns: 2 },
+    group: { id: `g${n}`, size: 1, index: 0 },
+    episode: { id: `ep${n}`, turns: 2, finalMessages: null },
   }));
 }
 

@@ -124,14 +124,13 @@ export function episodeJudge(spec: RLJobSpec, w: JudgeWiring): EpisodeJudge {
         encodeChat: (messages) => w.codec.encodeChat(messages),
         ...(personal
           ? {
-              feedback: (r) =>
-                typeof r.extra?.requestId === 'string' ? feedback.take(r.extra.requestId) : undefined,
+              feedback: (r) => (r.requestId !== null ? feedback.take(r.requestId) : undefined),
               ...(rewardFn ? { turnReward: rewardFn } : {}),
               ...(spec.method !== 'opd' ? { firstSignal } : {}),
             }
           : {}),
       },
-      (turns.at(-1)!.extra?.reference as Record<string, unknown> | undefined) ?? {},
+      turns.at(-1)!.task?.reference ?? null,
     );
 }
 

@@ -3,7 +3,7 @@ import { JudgePanel } from '../../actors/judge/judge-panel.js';
 import { JudgeVoter } from '../../actors/judge/judge-voter.js';
 import type { JudgeInput } from '../../actors/judge/prompts.js';
 import type { Feedback } from '../../actors/rollout/turn-feedback.js';
-import type { TrajectoryRecord } from '../buffer/types.js';
+import { parseTrajectoryRecord, type TrajectoryRecord } from '../buffer/types.js';
 import { buildSamples } from './batches.js';
 import { judgedGroup } from './fakes.test-support.js';
 import { FirstSignal, type JudgeStageOptions, judgeEpisode } from './judging.js';
@@ -29,7 +29,9 @@ function turn(session: string, next: string | null, requestId: string): Trajecto
     sessionId: session,
     nextState: next === null ? null : { role: 'user', content: next },
     score: null,
-    extra: { ...r.extra, requestId, responseText: 'an answer' },
+    task: null,
+    requestId,
+    judgement: null,
   };
 }
 
@@ -50,12 +52,17 @@ describe('judgeEpisode on live turns', () => {
       ['r1', { reward: 0.5, at: '' }],
       ['r2', { correction: 'no, in Celsius', at: '' }],
     ]);
-    const take = (r: TrajectoryRecord) => feedback.get(String(r.extra?.requestId));
-    const [a] = await judgeEpisode([turn('s', 'thanks!', 'r1')], options(p.panel, { feedback: take }), {});
+    const take = (r: TrajectoryRecord) => feedback.get(String(r.requestId));
+    const [a] = await judgeEpisode([turn('s', 'thanks!', 'r1')], options(p.panel, { feedback: take }), null);
     expect(a.score).toBe(0.5);
-    expect(a.extra).toMatchObject({ reward: 0.5, feedback: { reward: 0.5 } });
+    expect(a.judgement).toEqual({
+      reward: 0.5,
+      step: null,
+      feedback: { reward: 0.5, at: '' },
+      atLeastOne: false,
+    });
     expect(p.seen).toHaveLength(0);
-    const [b] = await judgeEpisode([turn('s', 'thanks!', 'r2')], options(p.panel, { feedback: take }), {});
+    const [b] = await judgeEpisode([turn('s', 'thanks!', 'r2')], options(p.panel, { feedback: take }), null);
     expect(p.seen[0].nextState).toEqual({ role: 'user', content: 'no, in Celsius' });
     expect(b.score).toBe(-1);
   });
@@ -68,22 +75,23 @@ describe('judgeEpisode on live turns', () => {
       return /poison/.test(String(input.nextState?.content)) ? Number.NaN : 0.25;
     };
     const take = (r: TrajectoryRecord): Feedback | undefined =>
-      r.extra?.requestId === 'r3' ? { reward: -1, correction: 'shorter', at: '' } : undefined;
+      r.requestId === 'r3' ? { reward: -1, correction: 'shorter', at: '' } : undefined;
     const o = options(p.panel, { turnReward, feedback: take });
-    const [a] = await judgeEpisode([turn('s', 'thanks!', 'r1')], o, {});
+    const [a] = await judgeEpisode([turn('s', 'thanks!', 'r1')], o, null);
     expect(a.score).toBe(0.25);
     expect(a.votes).toEqual([]);
-    expect(a.extra).toMatchObject({ reward: 0.25 });
+    expect(a.judgement?.reward).toBe(0.25);
     expect(read[0]).toMatchObject({
       sessionId: 's',
       response: 'an answer',
       nextState: { content: 'thanks!' },
     });
-    const [b] = await judgeEpisode([turn('s', 'poison', 'r2')], o, {});
-    // The record stays valid (a score is a number or null); the reward is the judge's NaN.
+    const [b] = await judgeEpisode([turn('s', 'poison', 'r2')], o, null);
+    // The record stays valid: the judge's NaN is a null score and a null (not finite) reward.
     expect(b.score).toBeNull();
-    expect(b.extra?.reward).toBeNaN();
-    const [c] = await judgeEpisode([turn('s', 'thanks!', 'r3')], o, {});
+    expect(b.judgement?.reward).toBeNull();
+    expect(() => parseTrajectoryRecord(b)).not.toThrow();
+    const [c] = await judgeEpisode([turn('s', 'thanks!', 'r3')], o, null);
     expect(c.score).toBe(-1);
     expect(read).toHaveLength(2);
     expect(p.seen).toHaveLength(0);
@@ -99,13 +107,13 @@ describe('judgeEpisode on live turns', () => {
     const p = panel();
     const firstSignal = new FirstSignal();
     const judge = async (r: TrajectoryRecord) =>
-      (await judgeEpisode([r], options(p.panel, { firstSignal }), {}))[0];
-    expect((await judge(turn('a', null, 'x0'))).extra?.atLeastOne).toBeUndefined(); // no next state: not scored
-    expect((await judge(turn('a', 'ok', 'x1'))).extra?.atLeastOne).toBe(true);
-    expect((await judge(turn('a', 'ok', 'x2'))).extra?.atLeastOne).toBeUndefined();
+      (await judgeEpisode([r], options(p.panel, { firstSignal }), null))[0];
+    expect((await judge(turn('a', null, 'x0'))).judgement?.atLeastOne).toBe(false); // no next state: not scored
+    expect((await judge(turn('a', 'ok', 'x1'))).judgement?.atLeastOne).toBe(true);
+    expect((await judge(turn('a', 'ok', 'x2'))).judgement?.atLeastOne).toBe(false);
     // A session whose first scored turn has a signal needs no promotion.
-    expect((await judge(turn('b', 'thanks', 'y1'))).extra?.atLeastOne).toBeUndefined();
-    expect((await judge(turn('b', 'ok', 'y2'))).extra?.atLeastOne).toBeUndefined();
+    expect((await judge(turn('b', 'thanks', 'y1'))).judgement?.atLeastOne).toBe(false);
+    expect((await judge(turn('b', 'ok', 'y2'))).judgement?.atLeastOne).toBe(false);
   });
 
   it("scores an OPD hint with the teacher at the turn's sampling temperature, and trains at it", async () => {
@@ -116,7 +124,7 @@ describe('judgeEpisode on live turns', () => {
       },
     } as unknown as JudgePanel;
     const r = turn('t', 'ok', 'z1');
-    r.extra = { ...r.extra, temperature: 0.6 };
+    r.sampling = { ...r.sampling, temperature: 0.6 };
     const [judged] = await judgeEpisode(
       [r],
       options(hinted, {
@@ -127,7 +135,7 @@ describe('judgeEpisode on live turns', () => {
           return response.map(() => -0.1);
         },
       }),
-      {},
+      null,
     );
     expect(asked).toEqual([0.6]);
     const { samples } = buildSamples([[[judged]]], 0, { method: 'opd', samplesPerPrompt: 1 });
@@ -135,10 +143,10 @@ describe('judgeEpisode on live turns', () => {
     expect(samples[0].advantages).toEqual([-0.1 + 0.5, -0.1 + 0.7]);
   });
 
-  it('a record without a temperature trains at 1; a greedy (temperature 0) turn is not trained', () => {
+  it('trains each turn at the temperature it was sampled with; a greedy (temperature 0) turn is not trained', () => {
     const [old, greedy, hot] = judgedGroup(0, [1, -1, 1]);
-    greedy.extra = { ...greedy.extra, temperature: 0 };
-    hot.extra = { ...hot.extra, temperature: 0.6 };
+    greedy.sampling = { ...greedy.sampling, temperature: 0 };
+    hot.sampling = { ...hot.sampling, temperature: 0.6 };
     const { samples, use } = buildSamples([[old, greedy, hot].map((r) => [r])], 0, {
       method: 'rl',
       samplesPerPrompt: 3,
@@ -150,9 +158,9 @@ describe('judgeEpisode on live turns', () => {
 
   it('the trainer keeps a promoted turn at advantage 0 and drops other zero-score turns', () => {
     const promoted = { ...turn('a', 'ok', 'x1'), trajectoryId: 'p' };
-    promoted.extra = { ...promoted.extra, reward: 0, atLeastOne: true };
+    promoted.judgement = { reward: 0, step: null, feedback: null, atLeastOne: true };
     const plain = { ...turn('a', 'ok', 'x2'), trajectoryId: 'q' };
-    plain.extra = { ...plain.extra, reward: 0 };
+    plain.judgement = { reward: 0, step: null, feedback: null, atLeastOne: false };
     const { samples, use } = buildSamples([[[promoted]], [[plain]]], 0, {
       method: 'rl',
       samplesPerPrompt: 1,
@@ -174,13 +182,10 @@ describe('process + outcome on an env track (a model judge scores steps, the rul
         tokenIds: Array.from({ length: 2 + t }, (_, k) => 10 + k),
         logprobs: Array.from({ length: 2 + t }, () => -0.5),
         score: null,
-        extra: {
-          group: 'g',
-          groupSize: 2,
-          episode: prefix,
-          turns: 3,
-          responseText: t === 2 ? `the answer is \\boxed{${finalAnswer}}` : `step ${t}`,
-        },
+        judgement: null,
+        group: { id: 'g', size: 2, index: prefix === 'a' ? 0 : 1 },
+        episode: { id: prefix, turns: 3, finalMessages: null },
+        responseText: t === 2 ? `the answer is \\boxed{${finalAnswer}}` : `step ${t}`,
       };
     });
   }
@@ -202,21 +207,22 @@ describe('process + outcome on an env track (a model judge scores steps, the rul
         outcomeRule: 'boxed-answer' as const,
       }),
     };
-    const good = await judgeEpisode(episode('a', '42'), o, { answer: '42' });
+    const good = await judgeEpisode(episode('a', '42'), o, { reward: 0, answer: '42' });
     // outcome +1 (the rule), final = 1 + 0.5 · mean(1, −1, 1) = 1 + 0.5/3
-    expect(good[0].extra?.reward).toBeCloseTo(1 + 0.5 / 3, 10);
-    expect(good.map((r) => r.extra?.stepReward)).toEqual([1.5, 0.5, 1.5]);
-    expect(good.map((r) => r.extra?.stepSpan)).toEqual([
+    expect(good[0].judgement?.reward).toBeCloseTo(1 + 0.5 / 3, 10);
+    expect(good.map((r) => r.judgement?.step?.reward)).toEqual([1.5, 0.5, 1.5]);
+    expect(good.map((r) => r.judgement?.step?.outcome)).toEqual([1, 1, 1]);
+    expect(good.map((r) => r.judgement?.step?.span)).toEqual([
       [0, 2],
       [2, 5],
       [5, 9],
     ]);
     expect(good.map((r) => r.score)).toEqual([1, -1, 1]);
     call = 0;
-    const bad = await judgeEpisode(episode('b', '41'), o, { answer: '42' });
+    const bad = await judgeEpisode(episode('b', '41'), o, { reward: 0, answer: '42' });
     // The outcome is the rule's −1, not the judge's: −1 + 0.5/3 (the old code logged 0 + 0.5·…).
-    expect(bad[0].extra?.reward).toBeCloseTo(-1 + 0.5 / 3, 10);
-    expect(bad.map((r) => r.extra?.stepReward)).toEqual([-0.5, -1.5, -0.5]);
+    expect(bad[0].judgement?.reward).toBeCloseTo(-1 + 0.5 / 3, 10);
+    expect(bad.map((r) => r.judgement?.step?.reward)).toEqual([-0.5, -1.5, -0.5]);
 
     // Step-wise: at every step index the two episodes differ by 2 → advantages ±1/√2·… (z-scores).
     const { samples } = buildSamples([[good, bad]], 0, { method: 'rl', samplesPerPrompt: 2 });
@@ -261,14 +267,15 @@ describe('process rewards from a step rule (judge.stepRule toolcall-step)', () =
         messages: prompts[t] as TrajectoryRecord['messages'],
         nextState: (t === 0 ? reply : final) as TrajectoryRecord['nextState'],
         score: null,
-        extra: {
-          group: 'g',
-          groupSize: 2,
-          episode: prefix,
+        judgement: null,
+        group: { id: 'g', size: 2, index: 0 },
+        episode: {
+          id: prefix,
           turns: 2,
-          responseText: t === 0 ? '' : `\\boxed{${answer}}`,
-          ...(t === 1 ? { finalMessages: [system, user, callMessage, reply, final] } : {}),
+          finalMessages:
+            t === 1 ? ([system, user, callMessage, reply, final] as TrajectoryRecord['messages']) : null,
         },
+        responseText: t === 0 ? '' : `\\boxed{${answer}}`,
       };
     });
   }
@@ -285,16 +292,22 @@ describe('process rewards from a step rule (judge.stepRule toolcall-step)', () =
       outcomeRule: 'boxed-answer',
     });
     // Right call, wrong copy: the call step earns +1 though the outcome is −1.
-    const miscopied = await judgeEpisode(episode('a', '45+67', '112', '121'), o, { answer: '112' });
+    const miscopied = await judgeEpisode(episode('a', '45+67', '112', '121'), o, {
+      reward: 0,
+      answer: '112',
+    });
     expect(miscopied.map((r) => r.score)).toEqual([1, -1]);
-    expect(miscopied[0].extra?.reward).toBeCloseTo(-1 + 0.5 * 0, 10);
-    expect(miscopied.map((r) => r.extra?.stepReward)).toEqual([-0.5, -1.5]);
+    expect(miscopied[0].judgement?.reward).toBeCloseTo(-1 + 0.5 * 0, 10);
+    expect(miscopied.map((r) => r.judgement?.step?.reward)).toEqual([-0.5, -1.5]);
     // Wrong operation, faithful copy: 0 for the call, +1 for the answer.
-    const wrongOp = await judgeEpisode(episode('b', '45*67', '3015', '3015'), o, { answer: '112' });
+    const wrongOp = await judgeEpisode(episode('b', '45*67', '3015', '3015'), o, {
+      reward: 0,
+      answer: '112',
+    });
     expect(wrongOp.map((r) => r.score)).toEqual([0, 1]);
-    expect(wrongOp[0].extra?.reward).toBeCloseTo(-1 + 0.5 * 0.5, 10);
-    const solved = await judgeEpisode(episode('c', '45+67', '112', '112'), o, { answer: '112' });
-    expect(solved[0].extra?.reward).toBeCloseTo(1.5, 10);
+    expect(wrongOp[0].judgement?.reward).toBeCloseTo(-1 + 0.5 * 0.5, 10);
+    const solved = await judgeEpisode(episode('c', '45+67', '112', '112'), o, { reward: 0, answer: '112' });
+    expect(solved[0].judgement?.reward).toBeCloseTo(1.5, 10);
     // The outcome panel (the rule voters) was never asked about steps.
     expect(outcomePanel.seen).toHaveLength(0);
   });

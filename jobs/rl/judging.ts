@@ -19,30 +19,15 @@
  */
 
 import type { JudgePanel } from '../../actors/judge/judge-panel.js';
-import type { JudgeReference } from '../../actors/judge/prompts.js';
 import { contentToText, formatHintForUser } from '../../actors/judge/prompts.js';
 import { applyRule, type RuleName } from '../../actors/judge/rule-verifiers.js';
 import { combineStepRewards } from '../../actors/judge/step-rewards.js';
 import { renderToolCalls } from '../../actors/judge/turn-input.js';
 import { hintCandidates } from '../../actors/judge/votes.js';
 import type { ChatMessage } from '../../actors/models/chat-template.js';
-import type { TopLogprobRows } from '../../actors/rollout/top-k.js';
 import type { Feedback } from '../../actors/rollout/turn-feedback.js';
-import type { TrajectoryRecord } from '../buffer/types.js';
+import type { RecordJudgement, RecordReference, TrajectoryRecord } from '../buffer/types.js';
 import { type DistillOptions, type TeacherReplyOptions, teachTurn } from './opd-teacher.js';
-
-/** What the judge stage adds to a record's `extra`. */
-export interface JudgedExtra {
-  /** The reward every turn of the episode is trained with (before group normalisation). */
-  reward: number;
-  /** The teacher's logprob of each response token (OPD turns with a hint). */
-  teacherLogprobs?: number[];
-  /** train.distillTopK: the teacher's top-K at every response position, flat (opd-teacher.ts). */
-  teacherTopK?: TopLogprobRows;
-  /** hintSelect topk-overlap with several candidates: the chosen one's overlap, and how many there were. */
-  hintOverlap?: number;
-  hintCandidates?: number;
-}
 
 export interface JudgeStageOptions {
   panel: JudgePanel;
@@ -119,12 +104,9 @@ export class FirstSignal {
   }
 }
 
-const responseText = (r: TrajectoryRecord): string =>
-  typeof r.extra?.responseText === 'string' ? r.extra.responseText : '';
-
 /** A judge input's conversation: the record's messages (the prompt the turn answered). */
 function judgeInput(r: TrajectoryRecord) {
-  return { messages: r.messages, response: responseText(r), nextState: r.nextState };
+  return { messages: r.messages, response: r.responseText, nextState: r.nextState };
 }
 
 /**
@@ -132,20 +114,17 @@ function judgeInput(r: TrajectoryRecord) {
  * blocks. The record keeps only the text; the calls are in the conversation that follows (the
  * next turn's prompt, or the episode's final messages), right after the turn's prompt.
  */
-function stepInput(turns: readonly TrajectoryRecord[], i: number, reference: Record<string, unknown>) {
+function stepInput(turns: readonly TrajectoryRecord[], i: number, reference: RecordReference) {
   const r = turns[i];
-  const after =
-    (turns[i + 1]?.messages as ChatMessage[] | undefined) ??
-    (r.extra?.finalMessages as ChatMessage[] | undefined) ??
-    [];
+  const after = (turns[i + 1]?.messages ?? r.episode.finalMessages ?? []) as ChatMessage[];
   const own = after[r.messages.length] as
     | { role?: string; tool_calls?: Array<{ function: { name: string; arguments: string } }> }
     | undefined;
   const calls = own?.role === 'assistant' && Array.isArray(own.tool_calls) ? own.tool_calls : [];
-  const text = responseText(r);
+  const text = r.responseText;
   const response =
     calls.length > 0 ? [text, renderToolCalls(calls)].filter((t) => t !== '').join('\n') : text;
-  const answer = typeof reference.answer === 'string' ? { reference: { answer: reference.answer } } : {};
+  const answer = reference.answer !== undefined ? { reference: { answer: reference.answer } } : {};
   return { messages: r.messages, response, nextState: r.nextState, ...answer };
 }
 
@@ -164,40 +143,42 @@ function withHint(messages: ChatMessage[], hint: string): ChatMessage[] {
  * The episode's outcome by the track's rule. A reference the rule cannot read (an env that
  * reports only its own reward) falls back to that reward, else 0.
  */
-function ruleOutcome(
-  rule: RuleName | undefined,
-  response: string,
-  reference: Record<string, unknown>,
-): number {
-  const envReward =
-    typeof reference.reward === 'number' && Number.isFinite(reference.reward) ? reference.reward : 0;
+function ruleOutcome(rule: RuleName | undefined, response: string, reference: RecordReference): number {
+  const envReward = reference.reward;
   if (!rule) return envReward;
   try {
-    return applyRule(rule, response, reference as JudgeReference).reward;
+    return applyRule(rule, response, reference).reward;
   } catch {
     return envReward;
   }
 }
 
-/** Judges the turns of one episode (env tracks: all turns; personal: one). */
+/** A judgement's number as the record keeps it: null when it is not finite (a custom judge's NaN). */
+const finite = (x: number): number | null => (Number.isFinite(x) ? x : null);
+
+/**
+ * Judges the turns of one episode (env tracks: all turns, against the task's reference;
+ * personal: one). Returns copies with `votes`, `score`, `judgement` and (OPD) `hint`, `teacher`.
+ */
 export async function judgeEpisode(
   turns: TrajectoryRecord[],
   o: JudgeStageOptions,
-  reference: Record<string, unknown>,
+  reference: RecordReference | null,
 ): Promise<TrajectoryRecord[]> {
-  const judged = turns.map((r) => ({ ...r, extra: { ...r.extra } }) as TrajectoryRecord);
+  const judged = turns.map((r) => ({ ...r }));
   if (o.kind === 'episode') {
+    const ref = reference ?? { reward: 0 };
     const last = judged.at(-1)!;
-    const finalMessages = (last.extra?.finalMessages as ChatMessage[] | undefined) ?? last.messages;
-    // A reward plugin's value replaces the outcome (slime's custom reward model).
-    const custom = typeof reference.custom === 'number' ? reference.custom : undefined;
+    const finalMessages = last.episode.finalMessages ?? last.messages;
+    // A reward plugin's value replaces the outcome (slime's custom reward model); null: not finite.
+    const custom = ref.custom === null ? Number.NaN : ref.custom;
     let outcome: number;
     if (o.stepRewardCoef !== undefined) {
       // The model judge scores steps; the outcome stays the environment's.
-      outcome = custom ?? ruleOutcome(o.outcomeRule, responseText(last), reference);
+      outcome = custom ?? ruleOutcome(o.outcomeRule, last.responseText, ref);
     } else {
       const verdict = await o.panel.judge(
-        { messages: finalMessages, response: responseText(last), nextState: null, reference },
+        { messages: finalMessages, response: last.responseText, nextState: null, reference: ref },
         { mode: 'prm' },
       );
       outcome = custom ?? verdict.votes.find((v) => v.reward !== undefined)?.reward ?? verdict.score;
@@ -207,47 +188,46 @@ export async function judgeEpisode(
       }
     }
     let reward = outcome;
+    let steps: RecordJudgement['step'][] = judged.map(() => null);
     if (o.stepRewardCoef !== undefined) {
       const stepPanel = o.stepPanel ?? o.panel;
-      const steps = await Promise.all(
-        judged.map((_, i) => stepPanel.judge(stepInput(judged, i, reference), { mode: 'prm' })),
+      const verdicts = await Promise.all(
+        judged.map((_, i) => stepPanel.judge(stepInput(judged, i, ref), { mode: 'prm' })),
       );
       // Each turn's response is one step; its span is where its tokens sit in the episode's responses.
       let at = 0;
       const spans = judged.map((r) => {
-        const span = [at, at + r.tokenIds.length] as const;
+        const span: [number, number] = [at, at + r.tokenIds.length];
         at += r.tokenIds.length;
         return span;
       });
       const combined = combineStepRewards(
         outcome,
-        steps.map((s, i) => ({ score: s.score, span: spans[i] })),
+        verdicts.map((s, i) => ({ score: s.score, span: spans[i] })),
         o.stepRewardCoef,
       );
       judged.forEach((r, i) => {
-        r.votes = steps[i].votes.map((v) => v.score ?? 0);
-        r.score = steps[i].score;
-        Object.assign(r.extra as Record<string, unknown>, {
-          outcome,
-          stepIndex: i,
-          stepSpan: [...spans[i]],
-          stepReward: combined.stepScoresWithOutcome[i],
-        });
+        r.votes = verdicts[i].votes.map((v) => v.score ?? 0);
+        r.score = verdicts[i].score;
       });
+      steps = spans.map((span, i) => ({
+        index: i,
+        span,
+        reward: finite(combined.stepScoresWithOutcome[i]),
+        outcome: finite(outcome),
+      }));
       reward = combined.final;
     }
-    for (const r of judged) (r.extra as Record<string, unknown>).reward = reward;
+    judged.forEach((r, i) => {
+      r.judgement = { reward: finite(reward), step: steps[i], feedback: null, atLeastOne: false };
+    });
   } else {
     for (const r of judged) {
-      const extra = r.extra as Record<string, unknown>;
       const feedback = o.feedback?.(r);
       const input = judgeInput(r);
-      if (feedback) {
-        extra.feedback = feedback;
-        // The user's own words about the answer are better evidence than their next message.
-        if (feedback.correction !== undefined)
-          input.nextState = { role: 'user', content: feedback.correction };
-      }
+      // The user's own words about the answer are better evidence than their next message.
+      if (feedback?.correction !== undefined)
+        input.nextState = { role: 'user', content: feedback.correction };
       let reward: number | undefined;
       if (feedback?.reward !== undefined) {
         r.votes = [];
@@ -267,18 +247,22 @@ export async function judgeEpisode(
         r.votes = verdict.votes.map((v) => v.score ?? 0);
         reward = verdict.score;
       }
-      // The record's score is a number or "not judged"; a custom judge's non-finite value
-      // still goes on as the turn's reward (see turnReward).
+      // The record's score is a number or "not judged"; a custom judge's non-finite value is a
+      // null reward, and the trainer drops the turn's group (see turnReward).
       r.score = reward !== undefined && Number.isFinite(reward) ? reward : null;
-      extra.reward = reward ?? 0;
       const scored = r.nextState !== null || feedback !== undefined;
-      if (o.firstSignal?.note(r.sessionId, scored, r.score ?? 0)) extra.atLeastOne = true;
+      r.judgement = {
+        reward: reward === undefined ? 0 : finite(reward),
+        step: null,
+        feedback: feedback ?? null,
+        atLeastOne: o.firstSignal?.note(r.sessionId, scored, r.score ?? 0) === true,
+      };
     }
   }
   if (o.opd) {
     await Promise.all(
       judged.map(async (r) => {
-        const correction = (r.extra?.feedback as Feedback | undefined)?.correction;
+        const correction = r.judgement?.feedback?.correction;
         let hints: string[];
         if (correction !== undefined) hints = [correction];
         else {

@@ -12,6 +12,7 @@ import type { ScoredTokens, TopLogprobRows } from '../../actors/rollout/top-k.js
 import { decodeRecord, encodeRecord, RECORD_FIELD } from '../buffer/record-codec.js';
 import type { TrajectoryRecord } from '../buffer/types.js';
 import { buildSamples } from './batches.js';
+import { liveRecord } from './fakes.test-support.js';
 import { type JudgeStageOptions, judgeEpisode } from './judging.js';
 import { type TeacherReply, type TopKScorer, teachTurn, topKOverlap } from './opd-teacher.js';
 
@@ -40,23 +41,14 @@ describe('topKOverlap', () => {
   });
 });
 
+/** The record as judged with `reward` (the judgement the judge stage adds before the teacher). */
+const judgedAt = (r: TrajectoryRecord, reward: number): TrajectoryRecord => ({
+  ...r,
+  judgement: { reward, step: null, feedback: null, atLeastOne: false },
+});
+
 describe('teachTurn (hint selection)', () => {
-  const record = (): TrajectoryRecord => ({
-    trajectoryId: 't',
-    sessionId: 's',
-    turn: 0,
-    messages: [],
-    promptTokenIds: [1, 2],
-    tokenIds: [3, 4],
-    logprobs: [-1, -1],
-    nextState: null,
-    votes: [],
-    score: null,
-    hint: null,
-    weightVersion: 0,
-    createdAtMs: 0,
-    extra: { temperature: 0.7 },
-  });
+  const record = (): TrajectoryRecord => liveRecord('t', 0.7);
   // Each hint's prompt is [its length]; the teacher's rows under it are given per length.
   const scorer =
     (byPrompt: Map<number, number[][]>, calls: number[][]): TopKScorer =>
@@ -108,8 +100,8 @@ describe('teachTurn (hint selection)', () => {
       },
     });
     expect(r.hint).toBe('hint of 14 chr');
-    expect(r.extra).toMatchObject({ hintOverlap: 0.75, hintCandidates: 3, teacherLogprobs: [-0.1, -0.2] });
-    expect((r.extra!.teacherTopK as TopLogprobRows).ids).toEqual([1, 2, 3, 9]);
+    expect(r.teacher).toMatchObject({ hintOverlap: 0.75, hintCandidates: 3, logprobs: [-0.1, -0.2] });
+    expect(r.teacher?.topK?.ids).toEqual([1, 2, 3, 9]);
     // Every candidate scored once, at the turn's temperature and K.
     expect(calls.map((c) => c[0]).sort()).toEqual([14, 18, 29]);
     expect(calls.every((c) => c[1] === 0.7 && c[2] === 2)).toBe(true);
@@ -151,12 +143,12 @@ describe('teachTurn (hint selection)', () => {
     });
     expect(r.hint).toBe('a much longer hint, 29 chars.');
     expect(calls).toHaveLength(1);
-    expect(r.extra?.hintOverlap).toBeUndefined();
+    expect(r.teacher?.hintOverlap).toBeNull();
     const none = record();
     await teachTurn(none, [''], (h) => [h.length], { teacher: async () => [], distill });
     expect(none.hint).toBeNull();
     expect(calls).toHaveLength(1);
-    expect(none.extra?.teacherTopK).toBeUndefined();
+    expect(none.teacher).toBeNull();
   });
 });
 
@@ -178,22 +170,13 @@ describe('judgeEpisode with top-K distillation on a real engine', () => {
     const messages = [{ role: 'user', content: 'What is the boiling point of water?' }];
     const promptTokenIds = model.encodeChat(messages);
     const out = await model.generate({ promptTokenIds, maxTokens: 8, temperature: 0.7, seed: 1 });
-    return {
-      trajectoryId: id,
-      sessionId: id,
-      turn: 0,
+    return liveRecord(id, 0.7, {
       messages,
       promptTokenIds,
       tokenIds: out.tokenIds,
       logprobs: out.logprobs,
       nextState: { role: 'user', content: 'no, in Celsius please' },
-      votes: [],
-      score: null,
-      hint: null,
-      weightVersion: 0,
-      createdAtMs: 0,
-      extra: { temperature: 0.7, responseText: 'x', group: id, groupSize: 1, episode: id, turns: 1 },
-    };
+    });
   }
 
   /** m = 3 OPD votes, each +1 with its own hint (the judge's candidates). */
@@ -234,11 +217,11 @@ describe('judgeEpisode with top-K distillation on a real engine', () => {
       options(panel(hints), {
         distill: { k: 4, hintSelect: 'longest', teacherTopK: engineScorer(prompts) },
       }),
-      {},
+      null,
     );
     expect(r.hint).toBe('Give the answer in degrees Celsius.');
     expect(prompts).toHaveLength(1);
-    const top = r.extra?.teacherTopK as TopLogprobRows;
+    const top = r.teacher?.topK as TopLogprobRows;
     const L = r.tokenIds.length;
     expect(top.k).toBe(4);
     expect(top.ids).toHaveLength(4 * L);
@@ -250,14 +233,14 @@ describe('judgeEpisode with top-K distillation on a real engine', () => {
       4,
     );
     expect(top).toEqual(direct.top);
-    expect(r.extra?.teacherLogprobs).toEqual(direct.logprobs);
+    expect(r.teacher?.logprobs).toEqual(direct.logprobs);
     // The hint is in the teacher's prompt, not the student's.
     expect(prompts[0].length).toBeGreaterThan(r.promptTokenIds.length);
     // A record with top-K rows goes through the Redis codec whole.
-    expect(decodeRecord(RECORD_FIELD, encodeRecord(r).bytes).extra?.teacherTopK).toEqual(top);
+    expect(decodeRecord(RECORD_FIELD, encodeRecord(r).bytes).teacher?.topK).toEqual(top);
 
     // opd: the top-K KL is the objective (advantage 0); combine: w_rl·A in PPO, w_opd on the KL.
-    const opd = buildSamples([[[{ ...r, extra: { ...r.extra, reward: 1 } }]]], 0, {
+    const opd = buildSamples([[[judgedAt(r, 1)]]], 0, {
       method: 'opd',
       samplesPerPrompt: 1,
     });
@@ -267,7 +250,7 @@ describe('judgeEpisode with top-K distillation on a real engine', () => {
       teacherTopK: top,
       temperature: 0.7,
     });
-    const combine = buildSamples([[[{ ...r, extra: { ...r.extra, reward: -1 } }]]], 0, {
+    const combine = buildSamples([[[judgedAt(r, -1)]]], 0, {
       method: 'combine',
       samplesPerPrompt: 1,
       combine: { opdWeight: 0.5, rlWeight: 2 },
@@ -296,9 +279,9 @@ describe('judgeEpisode with top-K distillation on a real engine', () => {
           maxContext: 4096,
         },
       }),
-      {},
+      null,
     );
-    const reply = r.extra?.teacherReply as TeacherReply;
+    const reply = r.teacher?.reply as TeacherReply;
     // Written under the hint-augmented prompt, greedily, within maxTokens.
     expect(generated).toHaveLength(1);
     expect(generated[0].length).toBeGreaterThan(turn.promptTokenIds.length);
@@ -318,15 +301,15 @@ describe('judgeEpisode with top-K distillation on a real engine', () => {
       0.7,
     );
     expect(reply.logprobs).toEqual(unhinted.slice(-reply.tokenIds.length));
-    expect(decodeRecord(RECORD_FIELD, encodeRecord(r).bytes).extra?.teacherReply).toEqual(reply);
+    expect(decodeRecord(RECORD_FIELD, encodeRecord(r).bytes).teacher?.reply).toEqual(reply);
 
     const batch = (distillOn: 'student' | 'teacher' | 'both') =>
-      buildSamples([[[{ ...r, extra: { ...r.extra, reward: 1 } }]]], 0, {
+      buildSamples([[[judgedAt(r, 1)]]], 0, {
         method: 'opd',
         samplesPerPrompt: 1,
         distillOn,
       }).samples;
-    const own = { tokenIds: [...turn.promptTokenIds, ...turn.tokenIds], teacherTopK: r.extra?.teacherTopK };
+    const own = { tokenIds: [...turn.promptTokenIds, ...turn.tokenIds], teacherTopK: r.teacher?.topK };
     const teachers = {
       tokenIds: [...turn.promptTokenIds, ...reply.tokenIds],
       responseStart: turn.promptTokenIds.length,
@@ -353,16 +336,16 @@ describe('judgeEpisode with top-K distillation on a real engine', () => {
           maxContext: turn.promptTokenIds.length,
         },
       }),
-      {},
+      null,
     );
-    expect(full.extra?.teacherReply).toBeUndefined();
+    expect(full.teacher?.reply).toBeNull();
     expect(
-      buildSamples([[[{ ...full, extra: { ...full.extra, reward: 1 } }]]], 0, {
+      buildSamples([[[judgedAt(full, 1)]]], 0, {
         method: 'opd',
         samplesPerPrompt: 1,
         distillOn: 'teacher',
       }).samples,
-    ).toMatchObject([{ teacherTopK: full.extra?.teacherTopK }]);
+    ).toMatchObject([{ teacherTopK: full.teacher?.topK }]);
   });
 
   it('topk-overlap scores every candidate against the student’s own top-K and keeps the best', async () => {
@@ -384,7 +367,7 @@ describe('judgeEpisode with top-K distillation on a real engine', () => {
           studentTopK: engineScorer(studentPrompts),
         },
       }),
-      {},
+      null,
     );
     expect(teacherPrompts).toHaveLength(3);
     expect(studentPrompts).toEqual([turn.promptTokenIds]);
@@ -406,9 +389,9 @@ describe('judgeEpisode with top-K distillation on a real engine', () => {
     // The first (longest) candidate with the best overlap, and its rows, are what the record keeps.
     const winner = scored.find((s) => s.overlap === best)!;
     expect(r.hint).toBe(winner.hint);
-    expect(r.extra?.teacherTopK).toEqual(winner.top);
-    expect(r.extra?.hintOverlap).toBe(best);
-    expect(r.extra?.hintCandidates).toBe(3);
+    expect(r.teacher?.topK).toEqual(winner.top);
+    expect(r.teacher?.hintOverlap).toBe(best);
+    expect(r.teacher?.hintCandidates).toBe(3);
     expect(best).toBeGreaterThan(0);
   });
 });

@@ -1,12 +1,12 @@
 /**
  * The teacher's half of an OPD turn (opd / combine): given the turn's hint candidates, the
  * teacher scores the turn's own response under the hint-augmented prompt, at the temperature
- * the response was sampled with, and the record keeps what the trainer needs:
+ * the response was sampled with, and the record's `teacher` keeps what the trainer needs:
  *
- * - `extra.teacherLogprobs`: the teacher's logprob of each response token (token-level OPD:
+ * - `logprobs`: the teacher's logprob of each response token (token-level OPD:
  *   advantage teacher − rollout).
  * - with `train.distillTopK: K` (OpenClaw-RL's top-K OPD, `top_logprobs_num=K`) also
- *   `extra.teacherTopK = { k, ids, logprobs }`: the teacher's K most likely tokens at every
+ *   `topK = { k, ids, logprobs }`: the teacher's K most likely tokens at every
  *   response position, flat and row-major (K·L numbers each; no nested arrays, so a record
  *   stays one compact msgpack map).
  *
@@ -16,7 +16,7 @@
  * candidate of its turn.
  *
  * With `train.distillOn: teacher | both` the teacher also writes its own reply under the chosen
- * hint (greedy), and the record keeps it as `extra.teacherReply`: its tokens, the teacher's top-K
+ * hint (greedy), and the record keeps it as `teacher.reply`: its tokens, the teacher's top-K
  * along them and the student's logprobs of them under the turn's own prompt. The trainer then
  * distils that reply into the student without the hint (context distillation): the whole
  * preferred reply, where on-policy OPD only scores the student's own tokens and so teaches a
@@ -24,8 +24,7 @@
  * sampling (README "personal").
  */
 import type { ScoredTokens, TopLogprobRows } from '../../actors/rollout/top-k.js';
-import type { TrajectoryRecord } from '../buffer/types.js';
-import { recordTemperature } from './batches.js';
+import type { RecordTeacher, TrajectoryRecord } from '../buffer/types.js';
 
 /** How a turn's hint is chosen among its candidates. */
 export type HintSelect = 'longest' | 'topk-overlap';
@@ -77,7 +76,7 @@ export interface TeacherReplyOptions {
 }
 
 /**
- * The teacher's own reply to a turn (`extra.teacherReply`): what the student distils without the
+ * The teacher's own reply to a turn (`teacher.reply`): what the student distils without the
  * hint under `train.distillOn: teacher | both`. `logprobs` are the student's (the policy that
  * sampled the turn), so the trainer's drift and PPO ratio compare like with like.
  */
@@ -118,10 +117,10 @@ export function topKOverlap(teacher: TopLogprobRows, student: TopLogprobRows): n
 
 /**
  * Picks the turn's hint among `hints` (the judge's own pick first: its longest +1 hint) and
- * stores the teacher's scores under it on the record (`hint`, `extra.teacherLogprobs`, with
- * top-K `extra.teacherTopK`; topk-overlap with several candidates also `extra.hintOverlap` and
- * `extra.hintCandidates`). `longest` keeps the first hint; topk-overlap the one with the highest
- * overlap, ties to the longest, then the earlier. No usable hint: `hint` null, no teacher call.
+ * stores the teacher's scores under it on the record (`hint`, `teacher.logprobs`, with top-K
+ * `teacher.topK`; topk-overlap with several candidates also `teacher.hintOverlap` and
+ * `teacher.hintCandidates`). `longest` keeps the first hint; topk-overlap the one with the highest
+ * overlap, ties to the longest, then the earlier. No usable hint: `hint` and `teacher` null, no teacher call.
  */
 export async function teachTurn(
   r: TrajectoryRecord,
@@ -130,17 +129,24 @@ export async function teachTurn(
   o: TeachOptions,
 ): Promise<void> {
   const candidates = [...new Set(hints.filter((h) => h.length > 0))];
-  r.extra ??= {};
-  const extra = r.extra;
   if (candidates.length === 0) {
     r.hint = null;
+    r.teacher = null;
     return;
   }
-  const temperature = recordTemperature(r);
+  const temperature = r.sampling.temperature;
+  const teacher: RecordTeacher = {
+    logprobs: [],
+    topK: null,
+    reply: null,
+    hintOverlap: null,
+    hintCandidates: null,
+  };
   const d = o.distill;
   if (!d) {
     r.hint = candidates[0];
-    extra.teacherLogprobs = await o.teacher(promptFor(r.hint), r.tokenIds, temperature);
+    teacher.logprobs = await o.teacher(promptFor(r.hint), r.tokenIds, temperature);
+    r.teacher = teacher;
     return;
   }
   let chosen = 0;
@@ -157,18 +163,16 @@ export async function teachTurn(
       if (better || tieLonger) chosen = i;
     }
     scored = teachers[chosen];
-    extra.hintOverlap = overlaps[chosen];
-    extra.hintCandidates = candidates.length;
+    teacher.hintOverlap = overlaps[chosen];
+    teacher.hintCandidates = candidates.length;
   } else {
     scored = await d.teacherTopK(promptFor(candidates[0]), r.tokenIds, temperature, d.k);
   }
   r.hint = candidates[chosen];
-  extra.teacherLogprobs = scored.logprobs;
-  extra.teacherTopK = scored.top;
-  if (o.teacherReply) {
-    const reply = await teacherReply(r, promptFor(r.hint), d, o.teacherReply);
-    if (reply) extra.teacherReply = reply;
-  }
+  teacher.logprobs = scored.logprobs;
+  teacher.topK = scored.top;
+  if (o.teacherReply) teacher.reply = (await teacherReply(r, promptFor(r.hint), d, o.teacherReply)) ?? null;
+  r.teacher = teacher;
 }
 
 /**
@@ -186,7 +190,7 @@ async function teacherReply(
   if (maxTokens < 1) return undefined;
   const tokenIds = await o.generate(hinted, maxTokens);
   if (tokenIds.length === 0) return undefined;
-  const temperature = recordTemperature(r);
+  const temperature = r.sampling.temperature;
   const [scored, logprobs] = await Promise.all([
     d.teacherTopK(hinted, tokenIds, temperature, d.k),
     o.studentLogprobs(r.promptTokenIds, tokenIds, temperature),

@@ -17,16 +17,16 @@ import { SideCallClassifier } from '../../actors/rollout/side-calls.js';
 import type { TurnFeedback } from '../../actors/rollout/turn-feedback.js';
 import { ConfigError } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
-import type { TrajectoryRecord } from '../buffer/types.js';
+import { RECORD_SCHEMA_VERSION, type TrajectoryRecord } from '../buffer/types.js';
 import type { RLJobSpec } from '../manifest/schema.js';
 import type { RemoteChatModel } from './remote-chat-model.js';
 import type { RolloutContext, RolloutSource } from './rollout-source.js';
 import type { StalenessGate } from './staleness-gate.js';
 
 /**
- * A captured turn as a trajectory record: one sample, its own group. `extra.temperature` is the
- * temperature the engine reports it sampled with (the recorder keeps the engine's own
- * `sampling`); a turn without one is refused, not guessed at.
+ * A captured turn as a trajectory record: one sample, its own group of one. Its sampling is what
+ * the engine reports it sampled with (the recorder keeps the engine's own `sampling`); a turn
+ * without a temperature is refused, not guessed at.
  */
 export function turnToRecord(t: TurnRecord): TrajectoryRecord {
   const id = `${t.session_id}:${t.turn}:${t.request_id}`;
@@ -38,6 +38,7 @@ export function turnToRecord(t: TurnRecord): TrajectoryRecord {
     );
   }
   return {
+    schemaVersion: RECORD_SCHEMA_VERSION,
     trajectoryId: id,
     sessionId: t.session_id,
     turn: t.turn,
@@ -51,15 +52,14 @@ export function turnToRecord(t: TurnRecord): TrajectoryRecord {
     hint: null,
     weightVersion: t.weight_version,
     createdAtMs: Date.now(),
-    extra: {
-      group: id,
-      groupSize: 1,
-      episode: id,
-      turns: 1,
-      temperature,
-      responseText: t.response_text,
-      requestId: t.request_id,
-    },
+    responseText: t.response_text,
+    sampling: { temperature, topP: t.sampling.top_p, topK: t.sampling.top_k, seed: t.sampling.seed },
+    group: { id, size: 1, index: 0 },
+    episode: { id, turns: 1, finalMessages: null },
+    task: null,
+    requestId: t.request_id,
+    judgement: null,
+    teacher: null,
   };
 }
 

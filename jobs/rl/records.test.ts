@@ -9,6 +9,7 @@ import { TerminalEnvironment } from '../../actors/envs/terminal/env.js';
 import type { TerminalTask } from '../../actors/envs/terminal/task.js';
 import { JudgePanel } from '../../actors/judge/judge-panel.js';
 import { JudgeVoter } from '../../actors/judge/judge-voter.js';
+import { parseTrajectoryRecord } from '../buffer/types.js';
 import type { Episode } from './episodes.js';
 import { judgeEpisode } from './judging.js';
 import { episodeRecords } from './records.js';
@@ -59,15 +60,17 @@ async function play(actions: Action[]): Promise<Episode> {
   };
 }
 
+const asked = { maxTokens: 8, temperature: 1, topP: 1, seed: 3 };
+
 const outcome = async (episode: Episode) => {
-  const records = episodeRecords(episode, task, { group: 0, index: 0 }, 4, 'job-1', 1);
+  const records = episodeRecords(episode, task, { group: 0, index: 0 }, 4, 'job-1', asked);
   const panel = new JudgePanel([new JudgeVoter({ backend: 'rule', rule: 'tests-passed' })], { votes: 1 });
   const judged = await judgeEpisode(
     records,
     { panel, kind: 'episode', opd: false, prm: true, teacher: async () => [], encodeChat: () => [] },
-    records.at(-1)!.extra!.reference as Record<string, unknown>,
+    records.at(-1)!.task!.reference,
   );
-  return judged.map((r) => r.extra?.reward);
+  return judged.map((r) => r.judgement?.reward);
 };
 
 describe('terminal episode records', () => {
@@ -88,5 +91,30 @@ describe('terminal episode records', () => {
     ]);
     expect(broken.info).toMatchObject({ endReason: 'parse_errors' });
     expect(await outcome(broken)).toEqual([-1]);
+  });
+
+  it('are valid typed records: the sampling the engine reported (else what was asked), group, episode, task', async () => {
+    const episode = await play([shell('echo 145 > f91.txt'), { content: 'Done.' }]);
+    episode.turns[0].sampling = { temperature: 0.6, topP: 0.95, topK: 20, seed: 11 };
+    episode.customReward = Number.NaN;
+    const records = episodeRecords(episode, task, { group: 2, index: 3 }, 4, 'job-1', asked);
+    for (const r of records) expect(parseTrajectoryRecord(r)).toEqual(r);
+    expect(records.map((r) => r.sampling)).toEqual([
+      { temperature: 0.6, topP: 0.95, topK: 20, seed: 11 },
+      { temperature: 1, topP: 1, topK: null, seed: 3 },
+    ]);
+    expect(records.map((r) => [r.group, r.episode.id, r.episode.turns])).toEqual([
+      [{ id: 'g2', size: 4, index: 3 }, 'job-1-g2-e3', 2],
+      [{ id: 'g2', size: 4, index: 3 }, 'job-1-g2-e3', 2],
+    ]);
+    expect(records.map((r) => r.episode.finalMessages === null)).toEqual([true, false]);
+    expect(records[0].task).toEqual({
+      id: task.id,
+      // A plugin's NaN is kept as null: its group is dropped, not trained.
+      reference: { reward: 1, custom: null, testsPassed: 2, testsTotal: 2 },
+    });
+    expect(records.every((r) => r.judgement === null && r.teacher === null && r.requestId === null)).toBe(
+      true,
+    );
   });
 });

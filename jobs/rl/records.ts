@@ -4,8 +4,13 @@
  */
 import type { ChatMessage } from '../../actors/envs/environment.js';
 import type { TrackTask } from '../../actors/envs/track.js';
-import type { TrajectoryRecord } from '../buffer/types.js';
-import type { Episode } from './episodes.js';
+import {
+  RECORD_SCHEMA_VERSION,
+  type RecordReference,
+  type RecordSampling,
+  type TrajectoryRecord,
+} from '../buffer/types.js';
+import type { Episode, Sampling } from './episodes.js';
 
 /** What a reward plugin gets: the finished episode; it returns the episode's reward. */
 export interface RewardInput {
@@ -18,10 +23,9 @@ export interface RewardInput {
 }
 
 /**
- * An episode's turns as trajectory records, appended together. Each record keeps the
- * temperature its turn was sampled with in `extra.temperature` (the turn's own, else
- * `temperature`, the episode's sampling temperature): the trainer and the teacher score its
- * logprobs at that temperature.
+ * An episode's turns as trajectory records, appended together. Each record keeps what its turn
+ * was sampled with (the engine's report, else `sampling`, what the episode asked for): the
+ * trainer and the teacher score its logprobs at that temperature.
  */
 export function episodeRecords(
   episode: Episode,
@@ -29,13 +33,16 @@ export function episodeRecords(
   item: { group: number; index: number },
   groupSize: number,
   submissionId: string,
-  temperature: number,
+  sampling: Sampling,
 ): TrajectoryRecord[] {
   // Ids are stable across a restarted driver of the same submission: a replayed episode
   // appends as a duplicate and is stored once.
   const episodeId = `${submissionId}-g${item.group}-e${item.index}`;
-  const reference: Record<string, unknown> = { reward: episode.reward };
-  if (episode.customReward !== undefined) reference.custom = episode.customReward;
+  const reference: RecordReference = { reward: episode.reward };
+  // A plugin's value that is not a finite number is kept as null: the group is dropped, not trained.
+  if (episode.customReward !== undefined) {
+    reference.custom = Number.isFinite(episode.customReward) ? episode.customReward : null;
+  }
   const answer = (task as { answer?: unknown }).answer;
   if (typeof answer === 'string') reference.answer = answer;
   // The terminal environment reports its last test run as info.tests; the tests-passed rule reads
@@ -45,7 +52,14 @@ export function episodeRecords(
     reference.testsPassed = tests.passed;
     reference.testsTotal = tests.total;
   }
+  const asked: RecordSampling = {
+    temperature: sampling.temperature,
+    topP: sampling.topP,
+    topK: null,
+    seed: sampling.seed ?? null,
+  };
   return episode.turns.map((t, i) => ({
+    schemaVersion: RECORD_SCHEMA_VERSION,
     trajectoryId: `${episodeId}-t${i}`,
     sessionId: episodeId,
     turn: i,
@@ -61,16 +75,18 @@ export function episodeRecords(
     hint: null,
     weightVersion: t.weightVersion,
     createdAtMs: Date.now(),
-    extra: {
-      taskId: task.id,
-      group: `g${item.group}`,
-      groupSize,
-      episode: episodeId,
+    responseText: t.action.content ?? '',
+    sampling: t.sampling ?? asked,
+    group: { id: `g${item.group}`, size: groupSize, index: item.index },
+    episode: {
+      id: episodeId,
       turns: episode.turns.length,
-      temperature: t.temperature ?? temperature,
-      responseText: t.action.content ?? '',
-      reference,
-      ...(i === episode.turns.length - 1 ? { finalMessages: episode.messages } : {}),
+      finalMessages:
+        i === episode.turns.length - 1 ? (episode.messages as TrajectoryRecord['messages']) : null,
     },
+    task: { id: task.id, reference },
+    requestId: null,
+    judgement: null,
+    teacher: null,
   }));
 }

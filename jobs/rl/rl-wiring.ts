@@ -66,7 +66,8 @@ export async function rlWiring(spec: RLJobSpec, d: RlWiringDeps): Promise<RlWiri
           samplesPerGroup: G,
           slots: spec.env!.parallel * d.pools,
           play: async (ticket: EpisodeTicket, task: TrackTask, slot: number) => {
-            const episode = await d.play(task.id, sampling(spec, ticket), slot);
+            const asked = sampling(spec, ticket);
+            const episode = await d.play(task.id, asked, slot);
             if (rewardFn) {
               episode.customReward = await rewardFn({
                 taskId: task.id,
@@ -76,7 +77,7 @@ export async function rlWiring(spec: RLJobSpec, d: RlWiringDeps): Promise<RlWiri
                 info: episode.info,
               });
             }
-            return episodeRecords(episode, task, ticket, G, d.submissionId, spec.rollout.temperature);
+            return episodeRecords(episode, task, ticket, G, d.submissionId, asked);
           },
         });
   return {
