@@ -236,7 +236,7 @@ function checkMessages(value: unknown): Message[] | undefined {
 }
 
 /** A fresh array of finite numbers, or undefined. */
-function copyNumbers(value: unknown): number[] | undefined {
+export function copyNumbers(value: unknown): number[] | undefined {
   if (!Array.isArray(value)) return undefined;
   const out = new Array<number>(value.length);
   for (let i = 0; i < value.length; i++) {
@@ -248,7 +248,7 @@ function copyNumbers(value: unknown): number[] | undefined {
 }
 
 /** A fresh array of non-negative safe integers, or undefined. */
-function copyCounts(value: unknown): number[] | undefined {
+export function copyCounts(value: unknown): number[] | undefined {
   if (!Array.isArray(value)) return undefined;
   const out = new Array<number>(value.length);
   for (let i = 0; i < value.length; i++) {

@@ -3,7 +3,7 @@
  * consumer-group interface, implemented over Redis Streams (`redis-buffer.ts`) and in memory
  * (`memory-buffer.ts`). `buffer.contract.ts` holds the behaviour both must share.
  */
-import { checkRecordRest } from './record-rest.js';
+import { checkRecordRest, copyCounts, copyNumbers } from './record-rest.js';
 import {
   type RecordRest,
   RecordRestSchema,
@@ -193,35 +193,13 @@ export interface TrajectoryBuffer {
 function fastParse(value: unknown): TrajectoryRecord | undefined {
   if (typeof value !== 'object' || value === null) return undefined;
   const v = value as Record<string, unknown>;
-  const promptTokenIds = copyTokenIds(v.promptTokenIds);
-  const tokenIds = copyTokenIds(v.tokenIds);
-  const logprobs = copyLogprobs(v.logprobs);
+  const promptTokenIds = copyCounts(v.promptTokenIds);
+  const tokenIds = copyCounts(v.tokenIds);
+  const logprobs = copyNumbers(v.logprobs);
   if (promptTokenIds === undefined || tokenIds === undefined || logprobs === undefined) return undefined;
   // The rest schema strips unknown keys (the arrays among them) as the full schema would.
   const rest = parseRecordRest(v);
   if (rest === undefined) return undefined;
   const record = { ...rest, promptTokenIds, tokenIds, logprobs };
   return recordMismatch(record) === undefined ? record : undefined;
-}
-
-function copyTokenIds(a: unknown): number[] | undefined {
-  if (!Array.isArray(a)) return undefined;
-  const out = new Array<number>(a.length);
-  for (let i = 0; i < a.length; i++) {
-    const x = a[i];
-    if (!Number.isInteger(x) || x < 0) return undefined;
-    out[i] = x;
-  }
-  return out;
-}
-
-function copyLogprobs(a: unknown): number[] | undefined {
-  if (!Array.isArray(a)) return undefined;
-  const out = new Array<number>(a.length);
-  for (let i = 0; i < a.length; i++) {
-    const x = a[i];
-    if (typeof x !== 'number' || !Number.isFinite(x)) return undefined;
-    out[i] = x;
-  }
-  return out;
 }

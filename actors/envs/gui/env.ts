@@ -29,6 +29,7 @@ import type {
   StepResult,
   ToolMessage,
 } from '../environment.js';
+import { TaskDeck } from '../task-deck.js';
 import { toolReply } from '../tool-calls.js';
 import { ToolTurn, turnCallId } from '../tool-turn.js';
 import type { Split } from '../track.js';
@@ -147,11 +148,10 @@ const SETTLE =
 
 export class GuiEnvironment implements Environment<GuiInfo> {
   readonly tasks: GuiTask[];
-  private readonly pool: GuiTask[];
+  private readonly deck: TaskDeck<GuiTask>;
   private readonly settings: Required<Omit<GuiSettings, 'chromiumPath'>> & { chromiumPath?: string };
   private readonly sharedBrowser: Browser | undefined;
   private readonly toolTurn: ToolTurn<typeof GUI_TOOL_ARGUMENTS, 'malformedToolCalls'>;
-  private cursor = 0;
   private started: Promise<{ browser: Browser; server: PageServer }> | undefined;
   private ownBrowser: Browser | undefined;
   private server: PageServer | undefined;
@@ -171,16 +171,7 @@ export class GuiEnvironment implements Environment<GuiInfo> {
     const { tasks, split = 'all', seed, browser, ...rest } = options;
     const s = parseGuiSettings(rest);
     this.tasks = tasks ?? buildGuiSuite();
-    if (new Set(this.tasks.map((t) => t.id)).size !== this.tasks.length) {
-      throw new ConfigError('gui env: task ids must be unique');
-    }
-    this.pool = split === 'all' ? [...this.tasks] : this.tasks.filter((t) => t.split === split);
-    if (this.pool.length === 0) throw new ConfigError(`gui env: no tasks in split '${split}'`);
-    const rand = seededRandom(seed ?? 0);
-    for (let i = this.pool.length - 1; i > 0; i--) {
-      const j = Math.floor(rand() * (i + 1));
-      [this.pool[i], this.pool[j]] = [this.pool[j], this.pool[i]];
-    }
+    this.deck = new TaskDeck('gui', this.tasks, split, seededRandom(seed ?? 0));
     this.settings = {
       chromiumPath: s.chromiumPath,
       viewport: s.viewport ?? DEFAULT_VIEWPORT,
@@ -229,13 +220,7 @@ export class GuiEnvironment implements Environment<GuiInfo> {
 
   async reset(taskId?: string): Promise<Observation> {
     if (this.closed) throw new Error('gui env: closed');
-    let task: GuiTask | undefined;
-    if (taskId !== undefined) {
-      task = this.tasks.find((t) => t.id === taskId);
-      if (!task) throw new Error(`gui env: no task '${taskId}'`);
-    } else {
-      task = this.pool[this.cursor++ % this.pool.length];
-    }
+    const task = this.deck.draw(taskId);
     const { browser, server } = await this.start();
     const reused = this.settings.isolation === 'page' && (await this.clearForNextEpisode(server));
     if (!reused) await this.endContext();

@@ -27,6 +27,7 @@ import type {
   ToolMessage,
 } from '../environment.js';
 import { compileSandboxLimits } from '../sandbox/sandbox-limits.js';
+import { TaskDeck } from '../task-deck.js';
 import { toolReply } from '../tool-calls.js';
 import { ToolTurn, turnCallId } from '../tool-turn.js';
 import type { Split } from '../track.js';
@@ -159,12 +160,10 @@ interface Episode {
 export class SweEnvironment implements Environment<SweInfo> {
   readonly tasks: readonly SweTask[];
   readonly settings: ResolvedSettings;
-  private readonly byId: Map<string, SweTask>;
-  private readonly pool: SweTask[];
+  private readonly deck: TaskDeck<SweTask>;
   private readonly toolLimits: ToolLimits;
   private readonly graderOptions: GraderOptions;
   private readonly toolTurn: ToolTurn<typeof TOOL_ARGUMENTS, 'malformedToolCalls'>;
-  private cursor = 0;
   private root: Promise<string> | undefined;
   private readonly snapshots = new Map<string, Promise<Snapshot>>();
   private episode: Episode | undefined;
@@ -174,15 +173,7 @@ export class SweEnvironment implements Environment<SweInfo> {
     this.settings = parseSweSettings(options.settings);
     if (tasks.length === 0) throw new ConfigError('swe env: no tasks');
     this.tasks = tasks;
-    this.byId = new Map(tasks.map((t) => [t.id, t]));
-    const split = options.split ?? 'all';
-    this.pool = split === 'all' ? [...tasks] : tasks.filter((t) => t.split === split);
-    if (this.pool.length === 0) throw new ConfigError(`swe env: no tasks in split '${split}'`);
-    const rand = seededRandom(options.seed ?? 0);
-    for (let i = this.pool.length - 1; i > 0; i--) {
-      const j = Math.floor(rand() * (i + 1));
-      [this.pool[i], this.pool[j]] = [this.pool[j], this.pool[i]];
-    }
+    this.deck = new TaskDeck('swe', tasks, options.split ?? 'all', seededRandom(options.seed ?? 0));
     const s = this.settings;
     this.toolTurn = new ToolTurn({
       env: 'swe',
@@ -224,13 +215,7 @@ export class SweEnvironment implements Environment<SweInfo> {
 
   async reset(taskId?: string): Promise<Observation> {
     this.assertOpen();
-    let task: SweTask | undefined;
-    if (taskId !== undefined) {
-      task = this.byId.get(taskId);
-      if (!task) throw new Error(`swe env: no task '${taskId}'`);
-    } else {
-      task = this.pool[this.cursor++ % this.pool.length];
-    }
+    const task = this.deck.draw(taskId);
     await this.discardEpisode();
     const snapshot = await this.snapshotOf(task);
     const dir = await mkdtemp(join(await this.workRoot(), 'episode-'));

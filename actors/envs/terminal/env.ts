@@ -23,6 +23,7 @@ import type {
   ToolMessage,
   ToolSchema,
 } from '../environment.js';
+import { TaskDeck } from '../task-deck.js';
 import { toolReply } from '../tool-calls.js';
 import { ToolTurn, turnCallId } from '../tool-turn.js';
 import type { Split } from '../track.js';
@@ -109,8 +110,7 @@ export interface TerminalEnvOptions {
 
 export class TerminalEnvironment implements Environment<TerminalInfo> {
   readonly tasks: TerminalTask[];
-  private readonly byId: Map<string, TerminalTask>;
-  private readonly pool: TerminalTask[];
+  private readonly deck: TaskDeck<TerminalTask>;
   private readonly settings: Required<
     Omit<TerminalEnvOptions, 'tasks' | 'split' | 'seed' | 'limits' | 'workDir'>
   >;
@@ -118,7 +118,6 @@ export class TerminalEnvironment implements Environment<TerminalInfo> {
   private readonly workDir: string | undefined;
   private readonly tools: ToolSchema[] = [...TOOL_SCHEMAS];
   private readonly toolTurn: ToolTurn<typeof TOOL_ARGUMENTS, 'parseErrors'>;
-  private cursor = 0;
   private task: TerminalTask | undefined;
   private workspace: Workspace | undefined;
   private messages: ChatMessage[] = [];
@@ -129,16 +128,7 @@ export class TerminalEnvironment implements Environment<TerminalInfo> {
 
   constructor(options: TerminalEnvOptions = {}) {
     this.tasks = options.tasks ?? buildTerminalSuite();
-    this.byId = new Map(this.tasks.map((t) => [t.id, t]));
-    if (this.byId.size !== this.tasks.length) throw new Error('terminal env: task ids are not unique');
-    const split = options.split ?? 'all';
-    this.pool = split === 'all' ? [...this.tasks] : this.tasks.filter((t) => t.split === split);
-    if (this.pool.length === 0) throw new Error(`terminal env: no tasks in split '${split}'`);
-    const rand = seededRandom(options.seed ?? 0);
-    for (let i = this.pool.length - 1; i > 0; i--) {
-      const j = Math.floor(rand() * (i + 1));
-      [this.pool[i], this.pool[j]] = [this.pool[j], this.pool[i]];
-    }
+    this.deck = new TaskDeck('terminal', this.tasks, options.split ?? 'all', seededRandom(options.seed ?? 0));
     this.settings = {
       maxSteps: options.maxSteps ?? DEFAULT_SETTINGS.maxSteps,
       maxParseErrors: options.maxParseErrors ?? DEFAULT_SETTINGS.maxParseErrors,
@@ -175,13 +165,7 @@ export class TerminalEnvironment implements Environment<TerminalInfo> {
 
   async reset(taskId?: string): Promise<Observation> {
     return this.exclusive(async () => {
-      let task: TerminalTask | undefined;
-      if (taskId !== undefined) {
-        task = this.byId.get(taskId);
-        if (!task) throw new Error(`terminal env: no task '${taskId}'`);
-      } else {
-        task = this.pool[this.cursor++ % this.pool.length];
-      }
+      const task = this.deck.draw(taskId);
       await this.dropWorkspace();
       this.task = undefined;
       this.info = undefined;

@@ -19,6 +19,7 @@ import type {
   ToolMessage,
   ToolSchema,
 } from '../environment.js';
+import { TaskDeck } from '../task-deck.js';
 import { toolReply } from '../tool-calls.js';
 import { ToolTurn, turnCallId } from '../tool-turn.js';
 import { buildTaskSuite, type Split, type ToolcallTask } from './tasks.js';
@@ -67,14 +68,13 @@ export interface ToolcallEnvOptions {
 
 export class ToolcallEnvironment implements Environment<ToolcallInfo> {
   readonly tasks: ToolcallTask[];
-  private readonly pool: ToolcallTask[];
+  private readonly deck: TaskDeck<ToolcallTask>;
   private readonly maxTurns: number;
   private readonly maxToolCalls: number;
   private readonly systemPrompt: string;
   private readonly runner: ToolRunner;
   private readonly tools: ToolSchema[];
   private readonly toolTurn: ToolTurn<typeof TOOL_ARGUMENTS, 'malformedToolCalls'>;
-  private cursor = 0;
   private task: ToolcallTask | undefined;
   private messages: ChatMessage[] = [];
   private info: ToolcallInfo | undefined;
@@ -84,18 +84,13 @@ export class ToolcallEnvironment implements Environment<ToolcallInfo> {
   constructor(options: ToolcallEnvOptions = {}) {
     this.tasks = options.tasks ?? buildTaskSuite();
     const split = options.split ?? 'all';
-    this.pool = split === 'all' ? [...this.tasks] : this.tasks.filter((t) => t.split === split);
-    if (this.pool.length === 0) throw new Error(`toolcall env: no tasks in split '${split}'`);
-    // A seeded Fisher–Yates shuffle of the draw order.
+    // This track's own generator (an LCG), so that a seed draws the order it always drew.
     let s = (options.seed ?? 0) >>> 0;
     const rand = () => {
       s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
       return s / 4294967296;
     };
-    for (let i = this.pool.length - 1; i > 0; i--) {
-      const j = Math.floor(rand() * (i + 1));
-      [this.pool[i], this.pool[j]] = [this.pool[j], this.pool[i]];
-    }
+    this.deck = new TaskDeck('toolcall', this.tasks, split, rand);
     this.maxTurns = options.maxTurns ?? DEFAULT_MAX_TURNS;
     this.maxToolCalls = options.maxToolCalls ?? DEFAULT_MAX_TOOL_CALLS;
     this.systemPrompt = options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT;
@@ -122,13 +117,7 @@ export class ToolcallEnvironment implements Environment<ToolcallInfo> {
 
   async reset(taskId?: string): Promise<Observation> {
     if (this.closed) throw new Error('toolcall env: closed');
-    let task: ToolcallTask | undefined;
-    if (taskId !== undefined) {
-      task = this.tasks.find((t) => t.id === taskId);
-      if (!task) throw new Error(`toolcall env: no task '${taskId}'`);
-    } else {
-      task = this.pool[this.cursor++ % this.pool.length];
-    }
+    const task = this.deck.draw(taskId);
     this.task = task;
     this.done = false;
     this.messages = [
