@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { TrackTask } from '../../actors/envs/track.js';
 import { ActorDiedError } from '../../common/errors.js';
 import type { TrajectoryRecord } from '../buffer/types.js';
@@ -42,6 +42,9 @@ describe('EpisodeSource', () => {
     });
     const { ctx, appended, lines } = context(gate);
     const run = source.run(ctx);
+    // Under load the retry may take a while: wait for the four episodes, then a little more so that
+    // a fifth (which the gate must hold back) would show.
+    await vi.waitFor(() => expect(appended).toHaveLength(4), { timeout: 10_000 });
     await new Promise((r) => setTimeout(r, 20));
     // maxStaleness 0: only step 0's two groups start before the first publish.
     expect(appended.map((r) => r.trajectoryId).sort()).toEqual([
