@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../bench/redis-server.js';
-import { RedisStore } from '../head/store/redis-store.js';
+import { RedisStore } from '../head/index.js';
 import { runStoreContract } from '../head/store/store.contract.js';
 import { runBufferContract } from '../jobs/buffer/buffer.contract.js';
 import { RedisTrajectoryBuffer } from '../jobs/buffer/redis-buffer.js';
