@@ -6,28 +6,36 @@
  *   const counter = await cluster.createActor({ module: './counter.js', className: 'Counter' });
  *   await counter.call('inc', 1);
  */
-import { ambientCluster } from './actors/runtime/ambient.js';
-import { Cluster, type ClusterOptions } from './actors/runtime/cluster.js';
 import { findLocalHead, staleHeadMessage } from './common/local-head.js';
 import type { LocalClusterOptions } from './local/local-cluster.js';
+import { ambientCluster, Cluster, type ClusterOptions } from './runtime/index.js';
 
-export { type ActorContext, actorContext } from './actors/runtime/actor-context.js';
-export { type ActorCallView, ActorHandle, type RemoteMethods } from './actors/runtime/actor-handle.js';
-export type { ActorOptions } from './actors/runtime/actor-options.js';
-export type { CallOptions } from './actors/runtime/call-options.js';
-export { callSignal } from './actors/runtime/call-scope.js';
-export {
-  Cluster,
-  type ClusterOptions,
-  type CreateActorRequest,
-  type PlacementGroupRequest,
-} from './actors/runtime/cluster.js';
-export type { PlacedBundle, PlacementGroup } from './actors/runtime/placement-group.js';
-export type { StreamedCall } from './actors/runtime/streamed-call.js';
-export type { ActorView, ClusterStatusView, NodeView, ResourceMap } from './actors/runtime/views.js';
 export * from './common/errors.js';
 export type { GpuShare, PlacementStrategy } from './common/resources.js';
 export { LocalCluster, type LocalClusterOptions } from './local/local-cluster.js';
+export type {
+  ActorOptions,
+  ActorView,
+  CallOptions,
+  ClusterStatusView,
+  NodeView,
+  PlacedBundle,
+  PlacementGroup,
+  ResourceMap,
+  StreamedCall,
+} from './runtime/index.js';
+export {
+  type ActorCallView,
+  type ActorContext,
+  ActorHandle,
+  actorContext,
+  Cluster,
+  type ClusterOptions,
+  type CreateActorRequest,
+  callSignal,
+  type PlacementGroupRequest,
+  type RemoteMethods,
+} from './runtime/index.js';
 
 export interface ConnectOptions extends Omit<ClusterOptions, 'address'> {
   /** Settings of the embedded cluster started when there is no address. */

@@ -9,11 +9,11 @@
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import type { ActorHandle } from '../actors/runtime/actor-handle.js';
-import { Cluster } from '../actors/runtime/cluster.js';
 import { packageRoot } from '../common/package-root.js';
-import { benchScheduling } from '../head/scheduler/bench.js';
+import { benchScheduling } from '../head/index.js';
 import { LocalCluster } from '../local/local-cluster.js';
+import type { ActorHandle } from '../runtime/index.js';
+import { Cluster } from '../runtime/index.js';
 import { Baselines, inProcessUnaryRate, median, type PingPong } from './grpc-baseline.js';
 
 const SYNC_CALLS = 5000;

@@ -22,10 +22,10 @@ import net from 'node:net';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createCollectiveGroup } from '../actors/collective/driver.js';
-import type { ActorHandle } from '../actors/runtime/actor-handle.js';
-import { Cluster } from '../actors/runtime/cluster.js';
 import { packageRoot } from '../common/package-root.js';
 import { LocalCluster } from '../local/local-cluster.js';
+import type { ActorHandle } from '../runtime/index.js';
+import { Cluster } from '../runtime/index.js';
 import { memcpyBytesPerSecond } from './memcpy.js';
 
 const SIZES_MIB = [16, 64];

@@ -15,13 +15,13 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { Cluster } from '../actors/runtime/cluster.js';
 import { silentLogger } from '../common/logger.js';
 import { packageRoot } from '../common/package-root.js';
 import { MemoryTrajectoryBuffer } from '../jobs/buffer/memory-buffer.js';
 import { parseManifest } from '../jobs/manifest/load.js';
 import { RLDriver } from '../jobs/rl/driver.js';
 import { LocalCluster } from '../local/local-cluster.js';
+import { Cluster } from '../runtime/index.js';
 
 const STEPS = 6;
 const ENV_STEP_MS = 1500;

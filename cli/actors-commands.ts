@@ -1,8 +1,8 @@
 /** `clawray actors list` and `clawray actors kill` (Ray's `ray list actors` and `ray.kill`). */
 import type { Command } from 'commander';
-import type { Cluster } from '../actors/runtime/cluster.js';
-import { type ActorView, actorView } from '../actors/runtime/views.js';
 import { ConfigError, NotFoundError } from '../common/errors.js';
+import type { Cluster } from '../runtime/index.js';
+import { type ActorView, actorView } from '../runtime/index.js';
 import { ACTOR_STATES, formatActorTable, withCluster } from './status-commands.js';
 
 interface ClientFlags {

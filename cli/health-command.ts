@@ -4,7 +4,7 @@
  */
 import type { Command } from 'commander';
 import { checkHealth } from '../common/health.js';
-import { DEFAULT_HEAD_PORT } from '../head/head-options.js';
+import { DEFAULT_HEAD_PORT } from '../head/index.js';
 import { int } from './cli-parse.js';
 
 /** Where `clawray health` looks without --address; a worker's container sets it to its --port. */

@@ -2,7 +2,6 @@
 import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
-import { Cluster } from '../actors/runtime/cluster.js';
 import { requireClientToken } from '../common/auth.js';
 import { ConfigError } from '../common/errors.js';
 import {
@@ -22,6 +21,7 @@ import {
   type LogChunk,
   TERMINAL_STATUSES,
 } from '../jobs/supervisor/jobs-client.js';
+import { Cluster } from '../runtime/index.js';
 import { int } from './cli-parse.js';
 import {
   isManifestPath,

@@ -12,7 +12,6 @@
 
 import { closeSync, existsSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
-import type { Cluster } from '../actors/runtime/cluster.js';
 import { ConfigError } from '../common/errors.js';
 import { clawrayHome } from '../common/home.js';
 import { loadManifest } from '../jobs/manifest/load.js';
@@ -21,6 +20,7 @@ import { planPartition } from '../jobs/manifest/partition.js';
 import type { RLJobManifest } from '../jobs/manifest/schema.js';
 import type { RLJobSummary as DriverSummary } from '../jobs/rl/driver.js';
 import type { JobsClient, JobView } from '../jobs/supervisor/jobs-client.js';
+import type { Cluster } from '../runtime/index.js';
 import { LineSplitter, TIME_STAMP } from './progress.js';
 import { humanSummary } from './rljob-summary.js';
 import { RljobView } from './rljob-view.js';

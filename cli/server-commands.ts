@@ -4,10 +4,9 @@ import { requireClientToken } from '../common/auth.js';
 import { ConfigError } from '../common/errors.js';
 import { writeWorkerRecord } from '../common/local-workers.js';
 import { createLogger } from '../common/logger.js';
-import { DEFAULT_HEAD_PORT } from '../head/head-options.js';
-import { HeadServer } from '../head/head-server.js';
+import { DEFAULT_HEAD_PORT, HeadServer } from '../head/index.js';
 import { LocalCluster } from '../local/local-cluster.js';
-import { NodeAgent } from '../worker/node-agent.js';
+import { NodeAgent } from '../worker/index.js';
 import { onShutdownSignal } from './cli-errors.js';
 import { int, intList, jsonNumbers, keyValues, num } from './cli-parse.js';
 

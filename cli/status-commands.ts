@@ -5,8 +5,8 @@
  * or `clawray actors list --state DEAD` lists them.
  */
 import type { Command } from 'commander';
-import { Cluster } from '../actors/runtime/cluster.js';
-import type { ActorView, ClusterStatusView, PendingDemandView } from '../actors/runtime/views.js';
+import type { ActorView, ClusterStatusView, PendingDemandView } from '../runtime/index.js';
+import { Cluster } from '../runtime/index.js';
 import { resolveAddress } from './cli-parse.js';
 import { resourcePairs, table } from './table.js';
 

@@ -1,6 +1,6 @@
 /**
  * What an actor runs: a module and the name of a class it exports. The actor host imports the
- * module and reads `module[className]` (actors/runtime/host-main.ts), so the class name is an
+ * module and reads `module[className]` (runtime/host-main.ts), so the class name is an
  * export name and never a path. One check for both edges, the SDK's `createActor` and the
  * head's CreateActor (a client that is not the SDK reaches the head directly), so they refuse
  * the same requests with the same words.

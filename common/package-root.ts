@@ -23,7 +23,7 @@ export function packageRoot(): string {
   }
 }
 
-/** Path of a compiled entry point, e.g. `distEntry('actors/runtime/host-main')`. */
+/** Path of a compiled entry point, e.g. `distEntry('runtime/host-main')`. */
 export function distEntry(name: string): string {
   return join(packageRoot(), 'dist', `${name}.js`);
 }

@@ -5,8 +5,6 @@
  * is told about it.
  */
 import type { Histogram } from 'prom-client';
-import { parseWith } from '../actors/runtime/actor-options.js';
-import { resourcesFromWire, resourcesToWire } from '../actors/runtime/views.js';
 import {
   ActorDiedError,
   AlreadyExistsError,
@@ -20,6 +18,7 @@ import {
 import type { Logger } from '../common/logger.js';
 import { resourceRequestSchema, toResourceRequest } from '../common/resources.js';
 import type * as m from '../proto/messages.js';
+import { parseWith, resourcesFromWire, resourcesToWire } from '../runtime/index.js';
 import type { ActorRecord } from './model.js';
 import type { NodeClients } from './node-clients.js';
 import type { NodeTable } from './node-table.js';

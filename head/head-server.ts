@@ -8,8 +8,6 @@
 import { randomBytes } from 'node:crypto';
 import type * as grpc from '@grpc/grpc-js';
 import { Registry } from 'prom-client';
-import { parseWith } from '../actors/runtime/actor-options.js';
-import { resourcesToWire } from '../actors/runtime/views.js';
 import { checkActorClassName, checkActorModule } from '../common/actor-class.js';
 import { ensureHeadToken } from '../common/auth.js';
 import { ConfigError } from '../common/errors.js';
@@ -31,6 +29,7 @@ import { isPathId, PATH_ID_RULE } from '../common/path-ids.js';
 import { emptyResources } from '../common/resources.js';
 import { protos } from '../proto/loader.js';
 import type * as m from '../proto/messages.js';
+import { parseWith, resourcesToWire } from '../runtime/index.js';
 import { ActorDirectory } from './actor-directory.js';
 import { headMetrics } from './head-metrics.js';
 import { type HeadOptions, headOptionsSchema, type ParsedHeadOptions } from './head-options.js';

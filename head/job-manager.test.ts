@@ -3,13 +3,13 @@
  * paths, the entrypoint's size, the package hash) and who may store a job's log.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
-import { decodeArgs } from '../actors/runtime/codec.js';
 import { ConfigError, NotFoundError, PermissionDeniedError } from '../common/errors.js';
 import { EntrypointTooLargeError, MAX_ENTRYPOINT_BYTES, type SupervisorConfig } from '../common/job-names.js';
 import { silentLogger } from '../common/logger.js';
 import { InvalidIdError } from '../common/path-ids.js';
 import type { SubmitJobRequest__Output } from '../proto/generated/clawray/v1/SubmitJobRequest.js';
 import type * as m from '../proto/messages.js';
+import { decodeArgs } from '../runtime/index.js';
 import type { ActorDirectory } from './actor-directory.js';
 import { JobManager, type JobRecord, jobInfo } from './job-manager.js';
 import type { PlacementGroups } from './placement-groups.js';

@@ -14,8 +14,6 @@
  */
 
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { Cluster } from '../actors/runtime/cluster.js';
-import { encodeArgs } from '../actors/runtime/codec.js';
 import { AlreadyExistsError, ConfigError, NotFoundError, PermissionDeniedError } from '../common/errors.js';
 import { newId } from '../common/ids.js';
 import {
@@ -40,6 +38,7 @@ import type { StoreJobLogRequest__Output } from '../proto/generated/clawray/v1/S
 import type { SubmitJobRequest__Output } from '../proto/generated/clawray/v1/SubmitJobRequest.js';
 import type { UpdateJobRequest__Output } from '../proto/generated/clawray/v1/UpdateJobRequest.js';
 import type * as m from '../proto/messages.js';
+import { Cluster, encodeArgs } from '../runtime/index.js';
 import type { ActorDirectory } from './actor-directory.js';
 import { JobLogs } from './job-logs.js';
 import type { ActorRecord } from './model.js';

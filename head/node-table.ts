@@ -10,10 +10,10 @@
  * never declared dead for having been mid-backoff when the head came back.
  */
 
-import { resourcesFromWire } from '../actors/runtime/views.js';
 import { newId } from '../common/ids.js';
 import type { Logger } from '../common/logger.js';
 import type * as m from '../proto/messages.js';
+import { resourcesFromWire } from '../runtime/index.js';
 import type { NodeRecord } from './model.js';
 import type { Scheduler } from './scheduler/scheduler.js';
 import type { ClusterStore } from './store/types.js';

@@ -5,9 +5,9 @@
  * logs it) with what it needs, how it is placed, and what is free on each node. Nothing fails:
  * it keeps waiting (`scheduleTimeoutMs` / `timeoutMs` are how a caller gives up).
  */
-import { formatResources } from '../actors/runtime/views.js';
 import type { Logger } from '../common/logger.js';
 import type * as m from '../proto/messages.js';
+import { formatResources } from '../runtime/index.js';
 
 export interface FreeOnNode {
   nodeId: string;

@@ -4,8 +4,6 @@
  * actors placed in them.
  */
 
-import { parseWith } from '../actors/runtime/actor-options.js';
-import { resourcesFromWire, resourcesToWire } from '../actors/runtime/views.js';
 import { AlreadyExistsError, ConfigError, NotFoundError, SchedulingTimeoutError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import {
@@ -15,6 +13,7 @@ import {
   toResourceRequest,
 } from '../common/resources.js';
 import type * as m from '../proto/messages.js';
+import { parseWith, resourcesFromWire, resourcesToWire } from '../runtime/index.js';
 import type { PlacementGroupRecord } from './model.js';
 import type { PendingQueue } from './pending-queue.js';
 import type { Scheduler } from './scheduler/scheduler.js';

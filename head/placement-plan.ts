@@ -3,11 +3,10 @@
  * Bundles are validated as CreatePlacementGroup validates them, so a plan never accepts what a
  * creation would refuse.
  */
-import { parseWith } from '../actors/runtime/actor-options.js';
-import { resourcesFromWire, resourcesToWire } from '../actors/runtime/views.js';
 import { ConfigError, toErrorInfo } from '../common/errors.js';
 import { type PlacementStrategy, resourceRequestSchema, toResourceRequest } from '../common/resources.js';
 import type * as m from '../proto/messages.js';
+import { parseWith, resourcesFromWire, resourcesToWire } from '../runtime/index.js';
 import type { GroupPlanAsk, PlacementPlan } from './scheduler/group-plan.js';
 import type { Scheduler } from './scheduler/scheduler.js';
 

@@ -1,7 +1,7 @@
 /** Store records to wire messages (the head's replies). */
 
-import { resourcesToWire } from '../actors/runtime/views.js';
 import type * as m from '../proto/messages.js';
+import { resourcesToWire } from '../runtime/index.js';
 import type { ActorRecord, PlacementGroupRecord } from './model.js';
 
 export function actorInfo(r: ActorRecord): m.ActorInfo {

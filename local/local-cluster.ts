@@ -9,9 +9,8 @@ import { InternalError } from '../common/errors.js';
 import { discoverGpus } from '../common/gpu-discovery.js';
 import type { Logger } from '../common/logger.js';
 import { distEntry } from '../common/package-root.js';
-import { HeadServer } from '../head/head-server.js';
-import { NodeAgent } from '../worker/node-agent.js';
-import { defaultMemoryMb } from '../worker/worker-options.js';
+import { HeadServer } from '../head/index.js';
+import { defaultMemoryMb, NodeAgent } from '../worker/index.js';
 
 export interface LocalClusterOptions {
   /** Node agents to start. Default 1. */

@@ -9,11 +9,11 @@ import { execFile, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Cluster } from '../actors/runtime/cluster.js';
-import type { ActorView } from '../actors/runtime/views.js';
 import { formatStatus } from '../cli/status-commands.js';
 import { ActorDiedError } from '../common/errors.js';
 import { distEntry } from '../common/package-root.js';
+import type { ActorView } from '../runtime/index.js';
+import { Cluster } from '../runtime/index.js';
 import { eventually, fixture, startProc, TestCluster, within } from './helpers/processes.js';
 
 const module = fixture('counter.mjs');

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Cluster } from '../actors/runtime/cluster.js';
 import {
   ActorDiedError,
   ActorError,
@@ -9,6 +8,7 @@ import {
   PendingCallsLimitExceededError,
 } from '../common/errors.js';
 import { actorContext } from '../index.js';
+import type { Cluster } from '../runtime/index.js';
 import { eventually, fixture, pidAlive, TestCluster } from './helpers/processes.js';
 
 const module = fixture('counter.mjs');

@@ -7,10 +7,10 @@
 import { execFile } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import type { Cluster } from '../actors/runtime/cluster.js';
 import { ActorDiedError } from '../common/errors.js';
 import { distEntry } from '../common/package-root.js';
 import { tableKey } from '../common/redis-keys.js';
+import type { Cluster } from '../runtime/index.js';
 import { eventually, fixture, startProc, TestCluster } from './helpers/processes.js';
 
 const module = fixture('counter.mjs');

@@ -2,9 +2,8 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCollectiveGroup } from '../actors/collective/driver.js';
 import { CollectiveError } from '../actors/collective/errors.js';
-import type { ActorHandle } from '../actors/runtime/actor-handle.js';
-import type { Cluster } from '../actors/runtime/cluster.js';
 import { ActorError } from '../common/errors.js';
+import type { ActorHandle, Cluster } from '../runtime/index.js';
 import { createGroups } from './helpers/collective-groups.js';
 import { fixture, TestCluster, within } from './helpers/processes.js';
 

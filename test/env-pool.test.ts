@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EnvPool, Lease } from '../actors/envs/index.js';
 import { buildTaskSuite } from '../actors/envs/toolcall/tasks.js';
-import type { ActorHandle } from '../actors/runtime/actor-handle.js';
-import type { Cluster } from '../actors/runtime/cluster.js';
 import { ActorError } from '../common/errors.js';
+import type { ActorHandle, Cluster } from '../runtime/index.js';
 import { fixture, TestCluster, within } from './helpers/processes.js';
 
 describe('EnvPool as an actor', () => {

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { Cluster } from '../actors/runtime/cluster.js';
 import { ActorDiedError, ActorUnavailableError, AuthError } from '../common/errors.js';
+import { Cluster } from '../runtime/index.js';
 import { eventually, fixture, pidAlive, TestCluster } from './helpers/processes.js';
 
 const module = fixture('counter.mjs');

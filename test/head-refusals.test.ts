@@ -13,7 +13,6 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Cluster } from '../actors/runtime/cluster.js';
 import { InvalidActorClassError } from '../common/actor-class.js';
 import { authMetadata } from '../common/auth.js';
 import { AuthError, ConfigError, PermissionDeniedError } from '../common/errors.js';
@@ -23,8 +22,8 @@ import { silentLogger } from '../common/logger.js';
 import { distEntry } from '../common/package-root.js';
 import { InvalidIdError } from '../common/path-ids.js';
 import { fromServiceError } from '../common/wire-status.js';
-import { HeadServer } from '../head/head-server.js';
-import type { OwnerRegistry } from '../head/owners.js';
+import type { OwnerRegistry } from '../head/index.js';
+import { HeadServer } from '../head/index.js';
 import { PackageHashMismatchError, packWorkingDir } from '../jobs/package/working-dir.js';
 import { JobsClient } from '../jobs/supervisor/jobs-client.js';
 import type { HasPackageReply__Output } from '../proto/generated/clawray/v1/HasPackageReply.js';
@@ -32,6 +31,7 @@ import type { HeadServiceClient } from '../proto/generated/clawray/v1/HeadServic
 import type { ListJobsReply__Output } from '../proto/generated/clawray/v1/ListJobsReply.js';
 import { protos } from '../proto/loader.js';
 import type * as m from '../proto/messages.js';
+import { Cluster } from '../runtime/index.js';
 import { within } from './helpers/processes.js';
 
 type UnaryMethod<Res> = (

@@ -7,7 +7,7 @@
  * call failed. `CLAWRAY_HEAD_RELOAD_TRIALS=10` raises the trial count.
  */
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import type { ActorHandle } from '../actors/runtime/actor-handle.js';
+import type { ActorHandle } from '../runtime/index.js';
 import { eventually, fixture, type Proc, TestCluster } from './helpers/processes.js';
 
 const module = fixture('counter.mjs');

@@ -14,7 +14,7 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_CHROMIUM_PATH } from '../actors/envs/gui/browser.js';
 import { HEALTH_ADDRESS_ENV, registerHealthCommand } from '../cli/health-command.js';
 import { packageRoot } from '../common/package-root.js';
-import { DEFAULT_HEAD_PORT } from '../head/head-options.js';
+import { DEFAULT_HEAD_PORT } from '../head/index.js';
 import { find, K8sTree, kubectlVersion } from './helpers/kustomize.js';
 
 const root = packageRoot();

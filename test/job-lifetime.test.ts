@@ -9,9 +9,9 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Cluster } from '../actors/runtime/cluster.js';
 import { SUPERVISOR_NAMESPACE } from '../common/job-names.js';
 import { distEntry, packageRoot } from '../common/package-root.js';
+import type { Cluster } from '../runtime/index.js';
 import { eventually, fixture, TestCluster } from './helpers/processes.js';
 
 describe('job lifetime: cleanup, logs after the supervisor, driver restarts', () => {

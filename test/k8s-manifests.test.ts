@@ -12,7 +12,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Cluster } from '../actors/runtime/cluster.js';
 import { freePort } from '../bench/redis-server.js';
 import { registerHealthCommand } from '../cli/health-command.js';
 import { registerJobCommands } from '../cli/job-commands.js';
@@ -24,6 +23,7 @@ import {
   WORKER_READINESS_SERVICE,
 } from '../common/health.js';
 import { distEntry, packageRoot } from '../common/package-root.js';
+import { Cluster } from '../runtime/index.js';
 import { type K8sObject, validateK8sObject } from './helpers/k8s-schema.js';
 import { find, K8sTree, kubectlVersion, matches } from './helpers/kustomize.js';
 import {

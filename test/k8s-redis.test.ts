@@ -12,7 +12,9 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../bench/redis-server.js';
-import { RedisStore } from '../head/store/redis-store.js';
+import { RedisStore } from '../head/index.js';
+// The store contract is test support (it imports vitest), so head/index.ts cannot export it.
+// biome-ignore lint/style/noRestrictedImports: test-only hook, run here against the k8s Redis
 import { runStoreContract } from '../head/store/store.contract.js';
 import { runBufferContract } from '../jobs/buffer/buffer.contract.js';
 import { RedisTrajectoryBuffer } from '../jobs/buffer/redis-buffer.js';

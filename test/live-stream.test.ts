@@ -19,12 +19,11 @@ import { initRandomModel } from '../actors/models/model-init.js';
 import { MemoryTurnSink, TurnRecorder } from '../actors/rollout/capture-recorder.js';
 import { createOpenAiServer } from '../actors/rollout/openai-server.js';
 import type { RolloutEngine } from '../actors/rollout/rollout-engine-actor.js';
-import type { ActorHandle } from '../actors/runtime/actor-handle.js';
-import type { Cluster } from '../actors/runtime/cluster.js';
 import type { PublishedWeights } from '../actors/trainer/weight-publisher.js';
 import { ChatCodec } from '../jobs/rl/chat-codec.js';
 import { EnginePool } from '../jobs/rl/engine-pool.js';
 import { RemoteChatModel } from '../jobs/rl/remote-chat-model.js';
+import type { ActorHandle, Cluster } from '../runtime/index.js';
 import { eventually, TestCluster } from './helpers/processes.js';
 
 interface Live {

@@ -15,7 +15,6 @@ import { loadModelDir } from '../actors/models/model-dir.js';
 import { initRandomModel } from '../actors/models/model-init.js';
 import { TfjsDecoder } from '../actors/models/tfjs-decoder.js';
 import { RolloutEngine } from '../actors/rollout/rollout-engine-actor.js';
-import type { ActorHandle } from '../actors/runtime/actor-handle.js';
 import { type LoraConfig, loraScale } from '../actors/trainer/lora.js';
 import type { TrainSample } from '../actors/trainer/policy-trainer.js';
 import { TrainerShard } from '../actors/trainer/trainer-shard.js';
@@ -27,6 +26,7 @@ import {
 } from '../actors/trainer/weight-publisher.js';
 import { EnginePool } from '../jobs/rl/engine-pool.js';
 import { TrainerGroup, type TrainerShardRef } from '../jobs/rl/trainer-group.js';
+import type { ActorHandle } from '../runtime/index.js';
 
 /** An actor handle over an in-process object: `call(method, ...args)` runs the method. */
 function inProcess<T extends object>(target: T): ActorHandle<T> {

@@ -15,9 +15,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { createCollectiveGroup } from '../actors/collective/driver.js';
 import { initRandomModel } from '../actors/models/model-init.js';
-import type { Cluster } from '../actors/runtime/cluster.js';
 import { distEntry, packageRoot } from '../common/package-root.js';
 import { JobMetrics } from '../jobs/rl/job-metrics.js';
+import type { Cluster } from '../runtime/index.js';
 import { fixture, TestCluster } from './helpers/processes.js';
 import { expandGrafana, type Selector, selectors } from './helpers/promql.js';
 

@@ -9,8 +9,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ClusterStatusView } from '../actors/runtime/views.js';
 import { distEntry } from '../common/package-root.js';
+import type { ClusterStatusView } from '../runtime/index.js';
 import { NetnsLab, netnsUnavailable } from './helpers/netns.js';
 import { eventually, fixture, type Proc, startProc } from './helpers/processes.js';
 

@@ -5,9 +5,8 @@
  * says "not now" but "ever"; a group no node can hold is refused naming the group and resource.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Cluster, PlacementPlanRequest } from '../actors/runtime/cluster.js';
-import type { PlacementGroup } from '../actors/runtime/placement-group.js';
 import { ClawrayError, ConfigError, InfeasibleError } from '../common/errors.js';
+import type { Cluster, PlacementGroup, PlacementPlanRequest } from '../runtime/index.js';
 import { TestCluster } from './helpers/processes.js';
 
 const GROUPS: PlacementPlanRequest[] = [

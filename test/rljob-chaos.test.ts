@@ -12,11 +12,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import type { Cluster } from '../actors/runtime/cluster.js';
-import type { ClusterStatusView } from '../actors/runtime/views.js';
 import { SUPERVISOR_NAMESPACE, supervisorName } from '../common/job-names.js';
 import { distEntry } from '../common/package-root.js';
 import type { LogChunk } from '../jobs/supervisor/jobs-client.js';
+import type { Cluster, ClusterStatusView } from '../runtime/index.js';
 import { eventually, type Proc, TestCluster } from './helpers/processes.js';
 
 const execFileAsync = promisify(execFile);

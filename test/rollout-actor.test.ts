@@ -5,9 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadModelDir } from '../actors/models/model-dir.js';
 import { initRandomModel } from '../actors/models/model-init.js';
 import type { ChatResult, RolloutEngine } from '../actors/rollout/index.js';
-import type { ActorHandle } from '../actors/runtime/actor-handle.js';
-import type { Cluster } from '../actors/runtime/cluster.js';
 import { bucketize, WeightPublisher } from '../actors/trainer/weight-publisher.js';
+import type { ActorHandle, Cluster } from '../runtime/index.js';
 import { TestCluster } from './helpers/processes.js';
 
 describe('RolloutEngine as an actor', () => {

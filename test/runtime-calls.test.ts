@@ -7,8 +7,6 @@
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CollectiveError } from '../actors/collective/errors.js';
-import type { ActorHandle } from '../actors/runtime/actor-handle.js';
-import type { Cluster } from '../actors/runtime/cluster.js';
 import {
   ActorError,
   CallCancelledError,
@@ -21,6 +19,7 @@ import {
   UnavailableError,
 } from '../common/errors.js';
 import { distEntry } from '../common/package-root.js';
+import type { ActorHandle, Cluster } from '../runtime/index.js';
 import { eventually, fixture, TestCluster } from './helpers/processes.js';
 
 interface WaiterEvent {

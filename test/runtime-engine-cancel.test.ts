@@ -17,12 +17,11 @@ import { createOpenAiServer } from '../actors/rollout/openai-server.js';
 import { ContextLengthError, EngineBusyError } from '../actors/rollout/rollout-engine.js';
 import type { RolloutEngine } from '../actors/rollout/rollout-engine-actor.js';
 import { RolloutModel } from '../actors/rollout/rollout-model.js';
-import type { ActorHandle } from '../actors/runtime/actor-handle.js';
-import type { Cluster } from '../actors/runtime/cluster.js';
 import { ActorError, CallCancelledError, errorOfClass, isRetryable } from '../common/errors.js';
 import { ChatCodec } from '../jobs/rl/chat-codec.js';
 import { EnginePool } from '../jobs/rl/engine-pool.js';
 import { RemoteChatModel } from '../jobs/rl/remote-chat-model.js';
+import type { ActorHandle, Cluster } from '../runtime/index.js';
 import { eventually, TestCluster } from './helpers/processes.js';
 
 /**

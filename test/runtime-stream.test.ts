@@ -7,9 +7,6 @@
  * actor that dies mid-stream ends it with ActorDiedError.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ActorHandle } from '../actors/runtime/actor-handle.js';
-import type { Cluster } from '../actors/runtime/cluster.js';
-import { STREAM_WINDOW_ITEMS } from '../actors/runtime/streamed-call.js';
 import {
   ActorDiedError,
   ActorError,
@@ -17,6 +14,8 @@ import {
   ConfigError,
   errorOfClass,
 } from '../common/errors.js';
+import type { ActorHandle, Cluster } from '../runtime/index.js';
+import { STREAM_WINDOW_ITEMS } from '../runtime/index.js';
 import { eventually, fixture, TestCluster } from './helpers/processes.js';
 
 interface StreamEvent {

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ActorHandle } from '../actors/runtime/actor-handle.js';
-import type { Cluster } from '../actors/runtime/cluster.js';
 import { InfeasibleError, NotFoundError, SchedulingTimeoutError } from '../common/errors.js';
+import type { ActorHandle, Cluster } from '../runtime/index.js';
 import { eventually, fixture, TestCluster } from './helpers/processes.js';
 
 const module = fixture('counter.mjs');

@@ -5,8 +5,8 @@
  */
 import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ActorHandle } from '../actors/runtime/actor-handle.js';
 import { distEntry } from '../common/package-root.js';
+import type { ActorHandle } from '../runtime/index.js';
 import { eventually, fixture, TestCluster } from './helpers/processes.js';
 
 const DEAD = 3;

@@ -5,10 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCollectiveGroup } from '../actors/collective/index.js';
 import { initRandomModel } from '../actors/models/model-init.js';
 import { releaseWebgpu, webgpuUnavailable } from '../actors/models/tfjs-backend.js';
-import type { ActorHandle } from '../actors/runtime/actor-handle.js';
-import type { Cluster } from '../actors/runtime/cluster.js';
 import type { TrainSample } from '../actors/trainer/policy-trainer.js';
 import type { TrainerShard } from '../actors/trainer/trainer-shard.js';
+import type { ActorHandle, Cluster } from '../runtime/index.js';
 import { TestCluster, within } from './helpers/processes.js';
 
 const samples: TrainSample[] = Array.from({ length: 8 }, (_, i) => {

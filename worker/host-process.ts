@@ -1,15 +1,15 @@
 /**
  * One actor host child process as the node agent sees it: forked in its own process group
  * (so a kill takes everything it spawned), its output captured line by line and tagged with
- * the actor and job, its IPC typed (actors/runtime/ipc.ts).
+ * the actor and job, its IPC typed (runtime/ipc.ts).
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { describeExit, HOST_EXIT, type HostToAgent, type InitCommand } from '../actors/runtime/ipc.js';
 import { ActorError, ConfigError, fromErrorInfo, InternalError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import { distEntry } from '../common/package-root.js';
 import { parsePinoLine } from '../common/pino-line.js';
+import { describeExit, HOST_EXIT, type HostToAgent, type InitCommand } from '../runtime/index.js';
 
 export interface HostExit {
   code: number | null;
@@ -44,7 +44,7 @@ export class HostProcess {
     const env: NodeJS.ProcessEnv = { ...process.env, CLAWRAY_BIND_HOST: options.bindHost };
     // The token reaches the host over IPC only, never through the environment users see.
     delete env.CLAWRAY_TOKEN;
-    this.child = fork(distEntry('actors/runtime/host-main'), [], {
+    this.child = fork(distEntry('runtime/host-main'), [], {
       cwd: options.cwd,
       detached: true,
       env,

@@ -6,9 +6,6 @@
  */
 import type * as grpc from '@grpc/grpc-js';
 import { AggregatorRegistry, Counter, Gauge, Registry } from 'prom-client';
-import { parseWith } from '../actors/runtime/actor-options.js';
-import { HeadClient } from '../actors/runtime/head-client.js';
-import { gpusFromWire } from '../actors/runtime/views.js';
 import { Backoff, HEAD_RECONNECT_INITIAL_MS, HEAD_RECONNECT_MAX_MS, sleep } from '../common/backoff.js';
 import { ActorDiedError, toErrorInfo, UnavailableError } from '../common/errors.js';
 import { discoverGpus } from '../common/gpu-discovery.js';
@@ -27,6 +24,7 @@ import { type MetricsEndpoint, serveMetrics } from '../common/metrics-server.js'
 import { protos } from '../proto/loader.js';
 import type * as m from '../proto/messages.js';
 import type { ActorSpec__Output } from '../proto/messages.js';
+import { gpusFromWire, HeadClient, parseWith } from '../runtime/index.js';
 import { containerGpus } from './gpu-allocation.js';
 import { HostPool } from './host-pool.js';
 import type { HostExit, HostProcess } from './host-process.js';

@@ -4,8 +4,7 @@
  */
 
 import { ConfigError } from '../../common/errors.js';
-import type { ActorHandle } from '../runtime/actor-handle.js';
-import type { Cluster } from '../runtime/cluster.js';
+import type { ActorHandle, Cluster } from '../../runtime/index.js';
 import type { CollectiveInitOptions } from './member.js';
 
 /**

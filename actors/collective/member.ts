@@ -16,7 +16,7 @@
  */
 
 import { ConfigError } from '../../common/errors.js';
-import { ambientToken } from '../runtime/ambient.js';
+import { ambientToken } from '../../runtime/index.js';
 import { CollectiveGroup, type CollectiveGroupOptions, type ReduceOp } from './group.js';
 import type { TransportOption } from './transport.js';
 

@@ -11,14 +11,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageRoot } from '../../common/package-root.js';
 import { connect } from '../../index.js';
 import { LocalCluster } from '../../local/local-cluster.js';
+import type { ActorHandle, Cluster } from '../../runtime/index.js';
 import {
   type FakeOpenAiServer,
   nextStateText,
   startFakeOpenAiServer,
 } from '../../test/helpers/fake-openai-server.js';
 import { writeTinyPrm } from '../../test/helpers/tiny-prm.js';
-import type { ActorHandle } from '../runtime/actor-handle.js';
-import type { Cluster } from '../runtime/cluster.js';
 import { JudgePanel } from './judge-panel.js';
 import type { JudgeVoter, JudgeVoterOptions } from './judge-voter.js';
 import type { JudgeInput } from './prompts.js';

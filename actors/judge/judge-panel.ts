@@ -12,7 +12,7 @@
  *   const { score, agreement } = await panel.judge({ messages, response, nextState });
  */
 import type { Registry } from 'prom-client';
-import type { ActorHandle } from '../runtime/actor-handle.js';
+import type { ActorHandle } from '../../runtime/index.js';
 import { JudgeMetrics } from './judge-metrics.js';
 import { checkJudgeInput, type JudgeVoter, type VoteOptions } from './judge-voter.js';
 import type { JudgeMode } from './llm-judge.js';

@@ -18,8 +18,8 @@
 import type { Registry } from 'prom-client';
 import { z } from 'zod';
 import { ConfigError } from '../../common/errors.js';
+import { parseWith } from '../../runtime/index.js';
 import { EXECUTION_PROVIDERS } from '../models/execution-provider.js';
-import { parseWith } from '../runtime/actor-options.js';
 import { JudgeMetrics } from './judge-metrics.js';
 import { type JudgeMode, LlmVoter } from './llm-judge.js';
 import { OnnxPrm, type PrmDir, readPrmDir } from './onnx-prm.js';

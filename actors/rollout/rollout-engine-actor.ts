@@ -9,7 +9,7 @@
  */
 import { register } from 'prom-client';
 import { ConfigError } from '../../common/errors.js';
-import { callSignal } from '../runtime/call-scope.js';
+import { callSignal } from '../../runtime/index.js';
 import type { ChatMessage, ToolCall, ToolSchema } from './chat-model.js';
 import {
   ContextLengthError,

@@ -17,6 +17,7 @@ import * as tf from '@tensorflow/tfjs';
 import { Counter, Gauge, Histogram, register } from 'prom-client';
 import { createLogger } from '../../common/logger.js';
 import { loadPluginFunction } from '../../common/plugin-module.js';
+import { actorContext, insideActor } from '../../runtime/index.js';
 import { CollectiveMember } from '../collective/member.js';
 import { loadModelDir, type ModelDir } from '../models/model-dir.js';
 import {
@@ -27,7 +28,6 @@ import {
 } from '../models/tfjs-backend.js';
 import { TfjsDecoder } from '../models/tfjs-decoder.js';
 import { type WeightMap, weightSpecs } from '../models/weight-names.js';
-import { actorContext, insideActor } from '../runtime/actor-context.js';
 import { CheckpointManager } from './checkpoint.js';
 import { assertFiniteWeights } from './finite-weights.js';
 import { initLoraAdapters, type LoraConfig, loraScale, loraTargets } from './lora.js';

@@ -10,9 +10,9 @@
  * each adapted tensor and a lost or repeated publish never compounds.
  */
 import { Counter, Histogram, type Registry } from 'prom-client';
+import type { ActorHandle } from '../../runtime/index.js';
 import type { WeightMap } from '../models/weight-names.js';
 import type { RolloutEngine } from '../rollout/rollout-engine-actor.js';
-import type { ActorHandle } from '../runtime/actor-handle.js';
 
 export const DEFAULT_BUCKET_BYTES = 512 * 1024 * 1024;
 

@@ -19,9 +19,9 @@
  * places the groups when they are created, so there is one placement engine and a plan that
  * fits is the placement the groups get when created in the plan's order right away.
  */
-import type { Cluster } from '../../actors/runtime/cluster.js';
 import { ConfigError, type ErrorFields } from '../../common/errors.js';
 import type { GpuShare, PlacementStrategy } from '../../common/resources.js';
+import type { Cluster } from '../../runtime/index.js';
 import { manifestLocation } from './load.js';
 import type { RLJobManifest } from './schema.js';
 

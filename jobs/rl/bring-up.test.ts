@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import type { Cluster } from '../../actors/runtime/cluster.js';
+import type { Cluster } from '../../runtime/index.js';
 import { MemoryTrajectoryBuffer } from '../buffer/memory-buffer.js';
 import { parseManifest } from '../manifest/load.js';
 import type { ActorSet, ActorSetPaths } from './actor-set.js';

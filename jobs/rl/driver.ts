@@ -15,10 +15,9 @@
 import { basename, isAbsolute, resolve } from 'node:path';
 import type { Registry } from 'prom-client';
 import type { EnvPool } from '../../actors/envs/env-pool.js';
-import type { ActorHandle } from '../../actors/runtime/actor-handle.js';
-import type { Cluster } from '../../actors/runtime/cluster.js';
 import type { Logger } from '../../common/logger.js';
 import { loadPluginFunction } from '../../common/plugin-module.js';
+import type { ActorHandle, Cluster } from '../../runtime/index.js';
 import type { TrajectoryBuffer } from '../buffer/types.js';
 import type { RLJobManifest } from '../manifest/schema.js';
 import { bringUp, type JobParts } from './bring-up.js';

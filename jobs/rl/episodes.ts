@@ -8,8 +8,8 @@ import type { EnvPool } from '../../actors/envs/env-pool.js';
 import type { Action, ChatMessage, ToolSchema } from '../../actors/envs/environment.js';
 import { ContextLengthError } from '../../actors/rollout/rollout-engine.js';
 import type { ChatResult, RolloutEngine } from '../../actors/rollout/rollout-engine-actor.js';
-import type { ActorHandle } from '../../actors/runtime/actor-handle.js';
 import { errorOfClass } from '../../common/errors.js';
+import type { ActorHandle } from '../../runtime/index.js';
 import type { RecordSampling } from '../buffer/types.js';
 
 export interface Sampling {

@@ -13,7 +13,7 @@ import { LlmVoter } from '../../actors/judge/llm-judge.js';
 import type { JudgeInput } from '../../actors/judge/prompts.js';
 import type { JudgeVote } from '../../actors/judge/votes.js';
 import type { RolloutEngine } from '../../actors/rollout/rollout-engine-actor.js';
-import type { ActorHandle } from '../../actors/runtime/actor-handle.js';
+import type { ActorHandle } from '../../runtime/index.js';
 import type { ChatCodec } from './chat-codec.js';
 import type { EnginePool } from './engine-pool.js';
 import { isPeerLoss } from './failures.js';

@@ -8,7 +8,7 @@
  */
 import type { EnvPool } from '../../actors/envs/env-pool.js';
 import type { RolloutEngine } from '../../actors/rollout/rollout-engine-actor.js';
-import type { ActorHandle } from '../../actors/runtime/actor-handle.js';
+import type { ActorHandle } from '../../runtime/index.js';
 import type { EnginePool } from './engine-pool.js';
 import { type Episode, playEpisode, type RolloutFunction, type Sampling } from './episodes.js';
 import { isPeerLoss } from './failures.js';

@@ -17,7 +17,7 @@ import type { GenerateRequest, GenerateResult } from '../../actors/rollout/rollo
 import { GenerationAbortedError } from '../../actors/rollout/rollout-engine.js';
 import type { RolloutEngine } from '../../actors/rollout/rollout-engine-actor.js';
 import type { Sampled } from '../../actors/rollout/sampler.js';
-import type { ActorHandle } from '../../actors/runtime/actor-handle.js';
+import type { ActorHandle } from '../../runtime/index.js';
 import type { ChatCodec } from './chat-codec.js';
 import type { EnginePool } from './engine-pool.js';
 import { isPeerLoss } from './failures.js';

@@ -8,9 +8,9 @@ import type { EnvPool } from '../../actors/envs/env-pool.js';
 import { actionToMessage } from '../../actors/envs/environment.js';
 import type { TrackTask } from '../../actors/envs/track.js';
 import type { ChatMessage as TemplateMessage } from '../../actors/models/chat-template.js';
-import type { ActorHandle } from '../../actors/runtime/actor-handle.js';
 import type { TrainSample } from '../../actors/trainer/policy-trainer.js';
 import { ConfigError } from '../../common/errors.js';
+import type { ActorHandle } from '../../runtime/index.js';
 import type { ChatCodec } from './chat-codec.js';
 import { shuffled } from './shuffle.js';
 

@@ -5,12 +5,12 @@
  * the last good step, taken from a surviving rank, or the last checkpoint when none survived
  * at a known step — rebuilds the ring and redoes the step.
  */
-import type { ActorHandle } from '../../actors/runtime/actor-handle.js';
 import type { StepMetrics, TrainSample } from '../../actors/trainer/policy-trainer.js';
 import type { TrainerShard } from '../../actors/trainer/trainer-shard.js';
 import type { PublishedWeights } from '../../actors/trainer/weight-publisher.js';
 import { sleep } from '../../common/backoff.js';
 import { ClawrayError } from '../../common/errors.js';
+import type { ActorHandle } from '../../runtime/index.js';
 import { shardSamples } from './batches.js';
 import { isPeerLoss } from './failures.js';
 

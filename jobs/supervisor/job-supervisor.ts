@@ -23,8 +23,6 @@ import {
 } from 'node:fs';
 import { constants } from 'node:os';
 import { dirname, join } from 'node:path';
-import { ambientToken } from '../../actors/runtime/ambient.js';
-import { addMetricsSource } from '../../actors/runtime/metrics-sources.js';
 import { InternalError } from '../../common/errors.js';
 import { clawrayHome } from '../../common/home.js';
 import {
@@ -34,6 +32,7 @@ import {
   type SupervisorConfig,
 } from '../../common/job-names.js';
 import { completeUtf8, utf8BoundaryAfter } from '../../common/utf8.js';
+import { addMetricsSource, ambientToken } from '../../runtime/index.js';
 import { packageCacheRoot, unpackWorkingDir } from '../package/working-dir.js';
 import { clawrayBinDir, clawrayImportOption, entrypointEnv, linkClawrayPackage } from './entrypoint-env.js';
 import { JobsClient, type LogChunk } from './jobs-client.js';

@@ -3,10 +3,10 @@
  * and real node agents with declared GPUs, CPUs and memory. Agents start no actor processes
  * (empty warm pool), so a cluster of any shape costs a few gRPC servers.
  */
-import { Cluster } from '../../actors/runtime/cluster.js';
 import { silentLogger } from '../../common/logger.js';
-import { HeadServer } from '../../head/head-server.js';
-import { NodeAgent } from '../../worker/node-agent.js';
+import { HeadServer } from '../../head/index.js';
+import { Cluster } from '../../runtime/index.js';
+import { NodeAgent } from '../../worker/index.js';
 
 export interface PlanNodeSpec {
   /** The test's name for the node; `nodeIds` maps it to the id the head gave. */

@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
-import { Cluster } from '../../actors/runtime/cluster.js';
 import { distEntry } from '../../common/package-root.js';
+import { Cluster } from '../../runtime/index.js';
 
 export interface Proc {
   child: ChildProcess;

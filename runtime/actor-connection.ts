@@ -6,8 +6,8 @@
  * (restarting, or outcome unknown), or `ActorDiedError` (dead for good).
  */
 import type http2 from 'node:http2';
-import { bearer } from '../../common/auth.js';
-import { Backoff, sleep } from '../../common/backoff.js';
+import { bearer } from '../common/auth.js';
+import { Backoff, sleep } from '../common/backoff.js';
 import {
   ActorDiedError,
   ActorUnavailableError,
@@ -17,8 +17,8 @@ import {
   fromErrorInfo,
   NotFoundError,
   PendingCallsLimitExceededError,
-} from '../../common/errors.js';
-import type * as m from '../../proto/messages.js';
+} from '../common/errors.js';
+import type * as m from '../proto/messages.js';
 import { ActorStream } from './actor-stream.js';
 import { BatchWriter, microtaskScheduler } from './batch-writer.js';
 import type { CallOptions } from './call-options.js';

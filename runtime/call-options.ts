@@ -4,7 +4,7 @@
  * them. A separate `.options()` view rather than a trailing argument of `call`: a trailing
  * `{ deadlineMs }` could not be told apart from a method whose last argument is an object.
  */
-import { ConfigError } from '../../common/errors.js';
+import { ConfigError } from '../common/errors.js';
 
 export interface CallOptions {
   /**

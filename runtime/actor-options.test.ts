@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../common/errors.js';
+import { ConfigError } from '../common/errors.js';
 import { actorOptionsSchema, parseWith } from './actor-options.js';
 
 const parse = (value: unknown) => parseWith(actorOptionsSchema, value, 'actor options');

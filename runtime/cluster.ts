@@ -8,18 +8,18 @@ import type http2 from 'node:http2';
 import { isAbsolute, resolve as resolvePath } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
-import { checkActorClassName, checkActorModule } from '../../common/actor-class.js';
-import { requireClientToken } from '../../common/auth.js';
-import { fromErrorInfo } from '../../common/errors.js';
-import { newId } from '../../common/ids.js';
-import { createLogger, type Logger } from '../../common/logger.js';
+import { checkActorClassName, checkActorModule } from '../common/actor-class.js';
+import { requireClientToken } from '../common/auth.js';
+import { fromErrorInfo } from '../common/errors.js';
+import { newId } from '../common/ids.js';
+import { createLogger, type Logger } from '../common/logger.js';
 import {
   PLACEMENT_STRATEGIES,
   type PlacementStrategy,
   resourceRequestSchema,
   toResourceRequest,
-} from '../../common/resources.js';
-import type * as m from '../../proto/messages.js';
+} from '../common/resources.js';
+import type * as m from '../proto/messages.js';
 import { ActorConnection, type ConnectionHost } from './actor-connection.js';
 import { ActorHandle, type HandleRuntime } from './actor-handle.js';
 import { type ActorOptions, actorOptionsSchema, LIFETIMES, parseWith } from './actor-options.js';

@@ -4,8 +4,8 @@
  * answers with `init` for the one actor the host will carry; the host replies `started` or
  * `failed` and, from then on, answers `metrics` requests and obeys `stop`.
  */
-import type { ErrorInfoShape } from '../../common/errors.js';
-import type { GpuShare } from '../../common/resources.js';
+import type { ErrorInfoShape } from '../common/errors.js';
+import type { GpuShare } from '../common/resources.js';
 
 export interface InitCommand {
   type: 'init';

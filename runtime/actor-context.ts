@@ -1,5 +1,5 @@
 /** What an actor can learn about where it runs (set by the host process at start). */
-import { ConfigError } from '../../common/errors.js';
+import { ConfigError } from '../common/errors.js';
 
 export interface ActorContext {
   actorId: string;

@@ -8,10 +8,10 @@
  */
 import http2 from 'node:http2';
 import { hostname } from 'node:os';
-import { bearer } from '../../common/auth.js';
-import { Backoff, HEAD_RECONNECT_MAX_MS, sleep } from '../../common/backoff.js';
-import { protos } from '../../proto/loader.js';
-import type * as m from '../../proto/messages.js';
+import { bearer } from '../common/auth.js';
+import { Backoff, HEAD_RECONNECT_MAX_MS, sleep } from '../common/backoff.js';
+import { protos } from '../proto/loader.js';
+import type * as m from '../proto/messages.js';
 import { Deframer, framed, GRPC_CONTENT_TYPE, headerValue } from './grpc-framing.js';
 import type { HeadClient } from './head-client.js';
 

@@ -4,10 +4,10 @@
  * acceptance, each reply frame, and exactly one close with the reason.
  */
 import http2 from 'node:http2';
-import { UnavailableError } from '../../common/errors.js';
-import { ERROR_TRAILER, fromWireStatus } from '../../common/wire-status.js';
-import { protos } from '../../proto/loader.js';
-import type * as m from '../../proto/messages.js';
+import { UnavailableError } from '../common/errors.js';
+import { ERROR_TRAILER, fromWireStatus } from '../common/wire-status.js';
+import { protos } from '../proto/loader.js';
+import type * as m from '../proto/messages.js';
 import { binHeader, CONNECT_PATH, Deframer, framed, GRPC_CONTENT_TYPE, headerValue } from './grpc-framing.js';
 
 export interface StreamHandlers {

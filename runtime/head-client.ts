@@ -5,13 +5,13 @@
  * like a pause to callers, not an error.
  */
 import * as grpc from '@grpc/grpc-js';
-import { Backoff, HEAD_RECONNECT_INITIAL_MS, HEAD_RECONNECT_MAX_MS, sleep } from '../../common/backoff.js';
-import { UnavailableError } from '../../common/errors.js';
-import { unaryCall } from '../../common/grpc-client.js';
-import { CHANNEL_OPTIONS } from '../../common/grpc-server.js';
-import type { HeadServiceClient } from '../../proto/generated/clawray/v1/HeadService.js';
-import { protos } from '../../proto/loader.js';
-import type * as m from '../../proto/messages.js';
+import { Backoff, HEAD_RECONNECT_INITIAL_MS, HEAD_RECONNECT_MAX_MS, sleep } from '../common/backoff.js';
+import { UnavailableError } from '../common/errors.js';
+import { unaryCall } from '../common/grpc-client.js';
+import { CHANNEL_OPTIONS } from '../common/grpc-server.js';
+import type { HeadServiceClient } from '../proto/generated/clawray/v1/HeadService.js';
+import { protos } from '../proto/loader.js';
+import type * as m from '../proto/messages.js';
 
 /** Request and reply types of each HeadService method. */
 interface HeadRpcs {

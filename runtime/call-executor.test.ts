@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { ErrorInfoShape } from '../../common/errors.js';
-import { CallCancelledError } from '../../common/errors.js';
+import type { ErrorInfoShape } from '../common/errors.js';
+import { CallCancelledError } from '../common/errors.js';
 import { CallExecutor, type CallTask, publicMethods } from './call-executor.js';
 import { CallScope, callSignal } from './call-scope.js';
 import { StreamedCall } from './streamed-call.js';

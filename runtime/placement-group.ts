@@ -1,4 +1,4 @@
-import type { GpuShare, PlacementStrategy, ResourceRequest } from '../../common/resources.js';
+import type { GpuShare, PlacementStrategy, ResourceRequest } from '../common/resources.js';
 
 export interface PlacedBundle {
   resources: ResourceRequest;

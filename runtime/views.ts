@@ -2,9 +2,9 @@
  * What the SDK and CLI show of the cluster, converted from the wire messages: resource maps
  * keyed `CPU`, `GPU`, `memory_mb` and custom names, as users read them in `clawray status`.
  */
-import type { ErrorInfoShape } from '../../common/errors.js';
-import type { GpuShare, ResourceRequest } from '../../common/resources.js';
-import type * as m from '../../proto/messages.js';
+import type { ErrorInfoShape } from '../common/errors.js';
+import type { GpuShare, ResourceRequest } from '../common/resources.js';
+import type * as m from '../proto/messages.js';
 import type { PlacementGroup } from './placement-group.js';
 
 export type ResourceMap = Record<string, number>;

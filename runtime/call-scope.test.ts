@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CallCancelledError, DeadlineExceededError, type ErrorInfoShape } from '../../common/errors.js';
+import { CallCancelledError, DeadlineExceededError, type ErrorInfoShape } from '../common/errors.js';
 import { CallExecutor } from './call-executor.js';
 import { CallScope, callSignal, cancelError } from './call-scope.js';
 

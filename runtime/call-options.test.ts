@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../common/errors.js';
+import { ConfigError } from '../common/errors.js';
 import { compileCallOptions } from './call-options.js';
 
 describe('compileCallOptions', () => {

@@ -8,7 +8,7 @@
  * the sink says so (the caller's flow control), and holds the call's concurrency slot until the
  * iterable ends, as a Ray generator task holds its actor.
  */
-import { actorErrorFrom, type ErrorInfoShape, toErrorInfo } from '../../common/errors.js';
+import { actorErrorFrom, type ErrorInfoShape, toErrorInfo } from '../common/errors.js';
 import { type CallScope, runInScope } from './call-scope.js';
 
 export interface CallTask {

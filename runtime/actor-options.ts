@@ -4,8 +4,8 @@
  * async methods, no pending-call limit.
  */
 import { z } from 'zod';
-import { ConfigError } from '../../common/errors.js';
-import { resourceRequestSchema } from '../../common/resources.js';
+import { ConfigError } from '../common/errors.js';
+import { resourceRequestSchema } from '../common/resources.js';
 
 const intAtLeast = (min: number) => z.number().int().min(min);
 

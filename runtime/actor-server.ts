@@ -6,11 +6,11 @@
  */
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
-import { tokenMatches, unauthenticated } from '../../common/auth.js';
-import { NotFoundError, toErrorInfo, UnavailableError } from '../../common/errors.js';
-import { ERROR_TRAILER, toWireStatus } from '../../common/wire-status.js';
-import { protos } from '../../proto/loader.js';
-import type * as m from '../../proto/messages.js';
+import { tokenMatches, unauthenticated } from '../common/auth.js';
+import { NotFoundError, toErrorInfo, UnavailableError } from '../common/errors.js';
+import { ERROR_TRAILER, toWireStatus } from '../common/wire-status.js';
+import { protos } from '../proto/loader.js';
+import type * as m from '../proto/messages.js';
 import { STREAM_METADATA } from './actor-connection.js';
 import { SESSION_WINDOW_BYTES, STREAM_WINDOW_BYTES } from './actor-stream.js';
 import { BatchWriter, microtaskScheduler } from './batch-writer.js';

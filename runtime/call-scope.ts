@@ -10,7 +10,7 @@
  * hundred to an async one (Node 20's promise hooks), far below the cost of a call.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { CallCancelledError, type ClawrayError, DeadlineExceededError } from '../../common/errors.js';
+import { CallCancelledError, type ClawrayError, DeadlineExceededError } from '../common/errors.js';
 
 export class CallScope {
   private controller?: AbortController;
