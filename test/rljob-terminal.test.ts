@@ -23,7 +23,7 @@ describe.skipIf(!hasScript)('clawray job submit examples/toolcall/rl.yaml in a t
     rmSync(home, { recursive: true, force: true });
   });
 
-  it('draws the warm start within 30 s and ends with the held-out figures and the checkpoint', async () => {
+  it('draws the warm start as it goes and ends with the held-out figures and the checkpoint', async () => {
     const command = [
       'stty cols 200;',
       'exec',
@@ -39,8 +39,9 @@ describe.skipIf(!hasScript)('clawray job submit examples/toolcall/rl.yaml in a t
     // Run as from a shell, not from npm (the summary would print `npx clawray`).
     delete env.npm_command;
     delete env.npm_lifecycle_event;
-    const started = Date.now();
-    let firstWarmFrameMs: number | undefined;
+    // Chunks of output that drew a warm-start frame: more than one means the bar moved while the
+    // warm start ran, not all at once at its end (no timing: this machine may be loaded).
+    let warmChunks = 0;
     let text = '';
     child = spawn('script', ['-qfec', command, '/dev/null'], {
       cwd: packageRoot(),
@@ -50,9 +51,7 @@ describe.skipIf(!hasScript)('clawray job submit examples/toolcall/rl.yaml in a t
     });
     child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
       text += chunk;
-      if (firstWarmFrameMs === undefined && /warm start \[[#.]+\] \d+\/30 /.test(text)) {
-        firstWarmFrameMs = Date.now() - started;
-      }
+      if (/warm start \[[#.]+\] \d+\/30 /.test(chunk)) warmChunks++;
     });
     const code = await new Promise<number | null>((resolve) => child!.once('exit', resolve));
     // What a terminal shows in turn: each redraw of the live line, each printed line.
@@ -63,8 +62,8 @@ describe.skipIf(!hasScript)('clawray job submit examples/toolcall/rl.yaml in a t
       .filter((f) => f.length > 0);
     expect(code, frames.slice(-30).join('\n')).toBe(0);
 
-    // A bar during the warm start, soon; its first frame has no rate yet (no `eta 0s`).
-    expect(firstWarmFrameMs, frames.slice(0, 30).join('\n')).toBeLessThan(30_000);
+    // A bar during the warm start; its first frame has no rate yet (no `eta 0s`).
+    expect(warmChunks, frames.slice(0, 30).join('\n')).toBeGreaterThan(1);
     const warm = frames.filter((f) => f.startsWith('warm start ['));
     expect(warm[0]).toMatch(/^warm start \[[#.]{24}\] 1\/30 \d+s {2}sft loss \d/);
     expect(warm.at(-1)).toMatch(/^warm start \[#{24}\] 30\/30 \d+s {2}sft loss \d/);
