@@ -159,6 +159,9 @@ describe('GenerationEngine on an exported tiny model', () => {
     });
     expect(again.tokenIds).toEqual(drawn.tokenIds);
     expect(again.sampling).toEqual(drawn.sampling);
+    // vLLM's top_k -1 (off) is reported as 0, the value a trajectory record keeps for off.
+    const off = await engine.generate({ promptTokenIds: prompt(2), maxTokens: 2, topK: -1, seed: 1 });
+    expect(off.sampling.topK).toBe(0);
     const set = await engine.generate({
       promptTokenIds: prompt(2),
       maxTokens: 4,

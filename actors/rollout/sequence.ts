@@ -124,7 +124,8 @@ export class Sequence implements Scheduled {
     this.params = {
       temperature: request.temperature ?? DEFAULT_SAMPLING.temperature,
       topP: request.topP ?? DEFAULT_SAMPLING.topP,
-      topK: request.topK ?? DEFAULT_SAMPLING.topK,
+      // -1 (vLLM's "off") and 0 both turn top-k off; the result reports it as 0, as records keep it.
+      topK: Math.max(0, request.topK ?? DEFAULT_SAMPLING.topK),
     };
     this.seed = request.seed ?? Math.floor(Math.random() * 2 ** 32);
     this.random = seededRandom(this.seed);
